@@ -1,0 +1,9 @@
+"""The Covel package loader: a plain library (no Django) that reads and validates packages.
+
+Public API:
+    load_package(path, *, host_version=HOST_VERSION) -> LoadResult
+    Issue, Manifest, RuntimeManifest, LoadResult
+"""
+from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest
+
+__all__ = ["Issue", "LoadResult", "Manifest", "RuntimeManifest"]

@@ -1,0 +1,201 @@
+"""The values the loader produces. Plain, immutable and free of Django.
+
+Everything downstream (the indexer, the JS host, the resolver, the runtimes) reads packages
+through these types, never through the YAML text.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One finding of the loader: an error, or a warning.
+
+    file: the file it concerns, relative to the package root ("PLUGIN.md",
+          "runtimes/summary/RUNTIME.md", "server/index.js").
+    path: a JSON pointer into that file's frontmatter ("" for the file as a whole),
+          e.g. "/contributes/commands/0/action".
+    code: a stable kebab-case code per rule, e.g. "unknown-field", "id-mismatch".
+    """
+
+    file: str
+    path: str
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"file": self.file, "path": self.path, "code": self.code, "message": self.message}
+
+    def __str__(self) -> str:  # the validate_plugin line format
+        return f"{self.file}:{self.path} {self.message} [{self.code}]"
+
+
+def freeze(value: Any) -> Any:
+    """Deep-freeze plain data: dicts become read-only mappings, lists become tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The inverse of freeze: plain dicts and lists, ready for JSON."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class RuntimeManifest:
+    """One runtime of a package, with the spec's defaults applied.
+
+    id:           the runtime's own ID: the package ID for the inline runtime of PLUGIN.md,
+                  the folder name for runtimes/<id>/RUNTIME.md.
+    qualified_id: "<pluginId>/<runtimeId>", or the package ID for the inline runtime.
+    file:         "PLUGIN.md" or "runtimes/<id>/RUNTIME.md".
+    prompt:       the Markdown body of that file (the agent's prompt).
+    data:         the runtime object (frozen), normalised: schedule.trigger.type, detached
+                  options, function.handler resolved when present, etc.
+    """
+
+    id: str
+    qualified_id: str
+    file: str
+    prompt: str
+    data: Mapping[str, Any]
+
+    @property
+    def is_function(self) -> bool:
+        return "function" in self.data
+
+    @property
+    def kind(self) -> str:
+        return "function" if self.is_function else "agent"
+
+    @property
+    def schedule(self) -> Mapping[str, Any]:
+        return self.data.get("schedule", MappingProxyType({}))
+
+    @property
+    def stage(self) -> str | None:
+        return self.schedule.get("stage")
+
+    @property
+    def trigger(self) -> str:
+        return self.schedule.get("trigger", {}).get("type", "auto")
+
+    @property
+    def detached(self) -> Mapping[str, Any] | None:
+        """The job options of a detached runtime (an empty mapping for `detached: true`), else None."""
+        value = self.schedule.get("detached", False)
+        if value is True:
+            return MappingProxyType({})
+        if isinstance(value, Mapping):
+            return value
+        return None
+
+    @property
+    def visibility(self) -> str:
+        return self.data.get("io", {}).get("visibility", "system")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated package. Only built when the package has no errors.
+
+    data is the whole normalised frontmatter of PLUGIN.md (frozen): defaults applied
+    (id, kind, version, entry), written ui:*/cost:* tags replaced by derived ones,
+    provides normalised to objects including every runtime's io.output.contract.
+    """
+
+    id: str
+    path: str  # absolute path of the package folder
+    data: Mapping[str, Any]
+    body: str  # the Markdown body of PLUGIN.md
+    runtimes: tuple[RuntimeManifest, ...]
+    locales: tuple[str, ...] = ()  # locale variants found, e.g. ("zh-CN",)
+    languages: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def kind(self) -> str:
+        return self.data["kind"]
+
+    @property
+    def version(self) -> str:
+        return self.data["version"]
+
+    @property
+    def display_name(self) -> str:
+        return self.data.get("displayName") or self.id
+
+    @property
+    def description(self) -> str:
+        return self.data["description"]
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.data.get("tags", ())
+
+    @property
+    def author(self) -> Mapping[str, Any] | None:
+        return self.data.get("author")
+
+    @property
+    def provides(self) -> tuple[Mapping[str, Any], ...]:
+        """Each as {"contract": ..., "default": bool}."""
+        return self.data.get("provides", ())
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return self.data.get("requires", ())
+
+    @property
+    def conflicts(self) -> tuple[str, ...]:
+        return self.data.get("conflicts", ())
+
+    @property
+    def entry(self) -> str | None:
+        return self.data.get("entry")
+
+    @property
+    def contributes(self) -> Mapping[str, Any]:
+        return self.data.get("contributes", MappingProxyType({}))
+
+    @property
+    def permissions(self) -> Mapping[str, Any]:
+        return self.data.get("permissions", MappingProxyType({}))
+
+    def runtime(self, runtime_id: str) -> RuntimeManifest | None:
+        for runtime in self.runtimes:
+            if runtime.id == runtime_id or runtime.qualified_id == runtime_id:
+                return runtime
+        return None
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """The verdict on one package folder: a manifest when valid, and every error and warning.
+
+    raw is the parsed PLUGIN.md frontmatter when it could be parsed at all (so a catalogue can
+    still show the name and description of an invalid package); package_id is the written id,
+    or the folder name.
+    """
+
+    path: str
+    package_id: str
+    manifest: Manifest | None
+    errors: tuple[Issue, ...]
+    warnings: tuple[Issue, ...]
+    raw: Mapping[str, Any] | None = None
+    content_hash: str = ""  # sha256 over the package's files (names + bytes), for change detection
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and self.manifest is not None

@@ -1,0 +1,10 @@
+"""The Celery app. Settings come from Django settings under the CELERY_ prefix."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("covel_hub")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

