@@ -1,4 +1,5 @@
 """The API root: one django-ninja router per app, OpenAPI served at /api/docs."""
+
 from ninja import NinjaAPI
 
 from approvals.api import router as approvals_router

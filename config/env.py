@@ -1,4 +1,5 @@
 """Small typed readers for environment variables (settings come from the environment)."""
+
 from __future__ import annotations
 
 import os
@@ -50,7 +51,9 @@ def database_from_url(url: str, *, sqlite_default: Path) -> dict:
             "CONN_MAX_AGE": 60,
             "TEST": {"NAME": None},
         }
-    raise ValueError(f"DATABASE_URL: unsupported scheme {parts.scheme!r} (use postgres:// or sqlite://)")
+    raise ValueError(
+        f"DATABASE_URL: unsupported scheme {parts.scheme!r} (use postgres:// or sqlite://)"
+    )
 
 
 def _sqlite(path: Path) -> dict:

@@ -3,6 +3,7 @@
 Embedded default (nothing to install): SQLite in var/ and a file-system Celery broker.
 Real deployments set DATABASE_URL (PostgreSQL) and REDIS_URL (Redis broker and settle notifications).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +16,9 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", "covel-hub-insecure-development-key")
-ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h]
+ALLOWED_HOSTS = [
+    h for h in env_str("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h
+]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
@@ -31,6 +34,7 @@ INSTALLED_APPS = [
     "approvals",
     "worlds",
     "pluginhost",
+    "agents",
     "sources",
     "sessions.apps.PlayConfig",
 ]
@@ -63,7 +67,9 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {"default": database_from_url(env_str("DATABASE_URL"), sqlite_default=VAR_DIR / "hub.sqlite3")}
+DATABASES = {
+    "default": database_from_url(env_str("DATABASE_URL"), sqlite_default=VAR_DIR / "hub.sqlite3")
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -81,7 +87,10 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 # htmx comes from npm (package.json), never copied into the repository.
-STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/htmx", BASE_DIR / "node_modules" / "htmx.org" / "dist")]
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("vendor/htmx", BASE_DIR / "node_modules" / "htmx.org" / "dist"),
+]
 
 # --- Packages -------------------------------------------------------------------------------
 # Trust comes from where a package is found: the bundled folder is trusted, every other folder

@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from agents.gateway import Endpoint, ModelError
+from agents.models import ModelSlot
+
+
+def endpoint_for_slot(*, slot: str) -> Endpoint:
+    """The endpoint a slot's calls go to, or an honest error when staff configured none."""
+    row = ModelSlot.objects.filter(name=slot, enabled=True).first()
+    if row is None:
+        raise ModelError("no-model-configured", f"no model is configured for slot {slot!r}")
+    return Endpoint(
+        slot=row.name,
+        base_url=row.base_url,
+        model=row.model,
+        api_key=row.api_key(),
+        max_output_tokens=row.max_output_tokens,
+    )
