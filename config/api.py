@@ -4,6 +4,7 @@ from ninja import NinjaAPI
 
 from approvals.api import router as approvals_router
 from catalogue.api import router as catalogue_router
+from jobs.api import router as jobs_router
 from pluginhost.api import router as pluginhost_router
 from sessions.api import router as sessions_router
 from sources.api import router as sources_router
@@ -16,3 +17,4 @@ api.add_router("", worlds_router)
 api.add_router("", pluginhost_router)
 api.add_router("", sources_router)
 api.add_router("", sessions_router)
+api.add_router("", jobs_router)

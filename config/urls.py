@@ -11,5 +11,6 @@ urlpatterns = [
     path("worlds/", include("worlds.urls")),
     path("sources/", include("sources.urls")),
     path("sessions/", include("sessions.urls")),
+    path("jobs/", include("jobs.urls")),
     path("", include("catalogue.urls")),
 ]

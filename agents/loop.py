@@ -1,0 +1,480 @@
+"""The agent loop: a model reads the prompt and calls tools until the runtime is complete.
+
+It follows the manifest's `runtime.agent` block: toolChoice, finishWith / completion,
+loop limits (maxSteps, timeoutMs, retries, loopDetection and its fallback), the correction
+budgets, the finalizer, truncation, output validation and repair, and `concealed`.
+
+The loop knows nothing of sessions: the caller assembles the messages, lists the tools the
+runtime may call and executes them (through the JavaScript host or a builtin), so the loop can
+be tested against a stand-in model alone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from agents.gateway import ChatResult, Endpoint, Limits, ModelError, chat
+
+logger = logging.getLogger("covel.agents")
+
+# Reply fields that look like data writes: a model can only write through tools, so these are
+# removed from a reply and logged (the spec's "The model can write only through tools").
+REPLY_DATA_FIELDS = (
+    "statePatches",
+    "pluginData",
+    "notifications",
+    "assetGenerations",
+    "interactions",
+    "ui",
+)
+RUNTIME_DONE = "runtime-done"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def as_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    ok: bool
+    content: Any = None  # what the model reads back (the tool envelope's model view)
+    error: str | None = None
+
+
+ToolExecutor = Callable[[str, dict[str, Any]], ToolOutcome]
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """runtime.agent with every default of the spec applied."""
+
+    story: bool
+    tool_choice: str | Mapping[str, Any] | None
+    finish_with: str | None
+    completion_require: str | None
+    after_tools: tuple[str, ...]
+    max_steps: int
+    timeout_ms: int
+    call_timeout_ms: int
+    first_token_timeout_ms: int
+    idle_timeout_ms: int
+    max_retries: int
+    loop_detection: int
+    profile: str
+    stream: bool
+    truncation: str
+    fallback: str
+    corrections: Mapping[str, int]
+    finalizer_max_steps: bool
+    deadline_reserve_ms: int
+    concealed: bool
+
+    @classmethod
+    def from_runtime(cls, runtime: Mapping[str, Any]) -> LoopConfig:
+        agent = runtime.get("agent", {}) or {}
+        loop = agent.get("loop", {}) or {}
+        io = runtime.get("io", {}) or {}
+        story = io.get("visibility", "system") == "story"
+        profile = loop.get("profile", "story" if story else "system")
+        stream = loop.get("stream", profile == "story")
+        completion = agent.get("completion", {}) or {}
+        corrections = loop.get("corrections", {}) or {}
+        finalizer = loop.get("finalizer", {}) or {}
+        timeout_ms = loop.get("timeoutMs", 240_000 if story else 120_000)
+        return cls(
+            story=story,
+            tool_choice=agent.get("toolChoice"),
+            finish_with=agent.get("finishWith"),
+            completion_require=completion.get("require"),
+            after_tools=tuple(completion.get("afterTools", ())),
+            max_steps=loop.get("maxSteps", 25),
+            timeout_ms=timeout_ms,
+            call_timeout_ms=loop.get("callTimeoutMs", 120_000 if story else 60_000),
+            first_token_timeout_ms=loop.get("firstTokenTimeoutMs", 120_000),
+            idle_timeout_ms=loop.get("idleTimeoutMs", 120_000),
+            max_retries=loop.get("maxRetries", 1 if story else 3),
+            loop_detection=loop.get("loopDetection", 3),
+            profile=profile,
+            stream=bool(stream),
+            truncation=loop.get("truncation", "accept" if profile == "story" else "reject"),
+            fallback=loop.get(
+                "fallback", "fail" if profile == "system" else "answer-without-tools"
+            ),
+            corrections={
+                "toolUse": corrections.get("toolUse", 1),
+                "review": corrections.get("review", 2),
+                "loopPerturbation": corrections.get("loopPerturbation", 1),
+                "outputRepair": corrections.get("outputRepair", 1),
+            },
+            finalizer_max_steps=finalizer.get("maxSteps", True),
+            deadline_reserve_ms=min(finalizer.get("deadlineReserveMs", 0), timeout_ms // 2),
+            concealed=bool(io.get("concealed", False)),
+        )
+
+    @property
+    def forced_choice(self) -> str | dict[str, Any] | None:
+        """finishWith makes the model call a tool on every step unless toolChoice says otherwise."""
+        if self.tool_choice is not None:
+            return (
+                dict(self.tool_choice)
+                if isinstance(self.tool_choice, Mapping)
+                else self.tool_choice
+            )
+        return "required" if self.finish_with else None
+
+
+@dataclass
+class AgentRun:
+    status: str = "running"  # success | failed
+    output: Any = None
+    text: str | None = None
+    error: str | None = None
+    code: str | None = None
+    steps: int = 0
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    llm_calls: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def fail(self, code: str, message: str) -> AgentRun:
+        self.status, self.code, self.error = "failed", code, message
+        return self
+
+    def succeed(self, output: Any, text: str | None = None) -> AgentRun:
+        self.status, self.output, self.text = "success", output, text
+        return self
+
+
+class _Loop:
+    def __init__(
+        self,
+        config: LoopConfig,
+        endpoint: Endpoint,
+        messages: list[dict[str, Any]],
+        tools: list[ToolSpec],
+        execute: ToolExecutor,
+        output_schema: Mapping[str, Any] | None,
+        on_text: Callable[[str], None] | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.config = config
+        self.endpoint = endpoint
+        self.messages = list(messages)
+        self.tools = tools
+        self.execute = execute
+        self.output_schema = output_schema
+        self.on_text = on_text
+        self.clock = clock
+        self.budgets = dict(config.corrections)
+        self.run = AgentRun()
+        self.started = clock()
+        self.streamed_ms = (
+            0.0  # time spent receiving streamed text does not count against timeoutMs
+        )
+        self.repeats: list[str] = []
+        self.tools_off = False
+        self.any_business_success = False
+
+    # --- time ------------------------------------------------------------------------------
+    def elapsed_ms(self) -> float:
+        return (self.clock() - self.started) * 1000 - self.streamed_ms
+
+    def limits(self) -> Limits:
+        return Limits(
+            call_timeout_ms=self.config.call_timeout_ms,
+            first_token_timeout_ms=self.config.first_token_timeout_ms,
+            idle_timeout_ms=self.config.idle_timeout_ms,
+            max_retries=self.config.max_retries,
+        )
+
+    # --- model calls -----------------------------------------------------------------------
+    def ask(self, *, tools_off: bool) -> ChatResult:
+        tools = None if tools_off or not self.tools else [t.as_openai() for t in self.tools]
+        choice = None if tools is None else self.config.forced_choice
+        before = self.clock()
+        result = chat(
+            self.endpoint,
+            messages=self.messages,
+            tools=tools,
+            tool_choice=choice,
+            stream=self.config.stream,
+            limits=self.limits(),
+            on_text=None if self.config.concealed else self.on_text,
+        )
+        if self.config.stream and result.content:
+            self.streamed_ms += (self.clock() - before) * 1000
+        self.trace_call(tools_off=tools is None, result=result)
+        return result
+
+    def trace_call(self, *, tools_off: bool, result: ChatResult) -> None:
+        if self.config.concealed:
+            # A concealed runtime leaves no prompt, reply or arguments in traces.
+            entry: dict[str, Any] = {
+                "toolsOff": tools_off,
+                "finishReason": result.finish_reason,
+                "concealed": True,
+            }
+        else:
+            entry = {
+                "toolsOff": tools_off,
+                "finishReason": result.finish_reason,
+                "content": result.content,
+                "toolCalls": [
+                    {"name": c.name, "arguments": c.arguments} for c in result.tool_calls
+                ],
+                "attempts": result.attempts,
+            }
+        self.run.llm_calls.append(entry)
+
+    # --- the loop --------------------------------------------------------------------------
+    def go(self) -> AgentRun:
+        try:
+            return self.steps()
+        except ModelError as error:
+            return self.run.fail(error.code, error.message)
+
+    def steps(self) -> AgentRun:
+        while True:
+            if self.elapsed_ms() >= self.config.timeout_ms:
+                return self.run.fail(
+                    "timeout", f"runtime exceeded timeoutMs {self.config.timeout_ms}"
+                )
+            if self.run.steps >= self.config.max_steps:
+                return self.finalize("max-steps", f"reached maxSteps {self.config.max_steps}")
+            reserve = self.config.deadline_reserve_ms
+            if reserve and self.elapsed_ms() >= self.config.timeout_ms - reserve:
+                return self.finalize(
+                    "deadline", "stopped before the time limit (deadlineReserveMs)"
+                )
+            self.run.steps += 1
+            result = self.ask(tools_off=self.tools_off)
+            if result.truncated and (self.config.truncation == "reject" or not self.config.stream):
+                return self.run.fail(
+                    "reply-truncated", "the model's reply was cut at the output limit"
+                )
+            if result.tool_calls and not self.tools_off:
+                done = self.handle_tools(result)
+                if done is not None:
+                    return done
+                continue
+            done = self.handle_prose(result)
+            if done is not None:
+                return done
+
+    def handle_tools(self, result: ChatResult) -> AgentRun | None:
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": result.content,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in result.tool_calls
+                ],
+            }
+        )
+        for call in result.tool_calls:
+            outcome = self.call_tool(call.name, call.arguments)
+            self.messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": _as_text(outcome)}
+            )
+            record = {"name": call.name, "ok": outcome.ok, "error": outcome.error}
+            if not self.config.concealed:
+                record["arguments"] = call.arguments
+            self.run.tool_calls.append(record)
+            if not outcome.ok:
+                continue
+            if call.name == RUNTIME_DONE:
+                # runtime-done completes an explicit run; it never counts as tool use.
+                if self.config.completion_require != "tool-use":
+                    return self.run.succeed(None)
+                continue
+            self.any_business_success = True
+            if call.name == self.config.finish_with or call.name in self.config.after_tools:
+                return self.run.succeed(outcome.content)
+        if self.config.loop_detection and self.is_looping(result):
+            return self.on_loop()
+        return None
+
+    def call_tool(self, name: str, raw_arguments: str) -> ToolOutcome:
+        if name not in {t.name for t in self.tools}:
+            return ToolOutcome(
+                False, error=f"unknown tool {name!r}: it is not offered to this runtime"
+            )
+        try:
+            arguments = json.loads(raw_arguments or "{}")
+        except ValueError:
+            return ToolOutcome(False, error="tool arguments are not valid JSON")
+        if not isinstance(arguments, dict):
+            return ToolOutcome(False, error="tool arguments must be a JSON object")
+        try:
+            return self.execute(name, arguments)
+        except Exception as exc:  # a tool's failure is reported to the model, never raised
+            logger.warning("tool %s failed: %s", name, exc)
+            return ToolOutcome(False, error=str(exc))
+
+    def is_looping(self, result: ChatResult) -> bool:
+        signature = json.dumps([(c.name, c.arguments) for c in result.tool_calls])
+        self.repeats.append(signature)
+        tail = self.repeats[-self.config.loop_detection :]
+        return len(tail) == self.config.loop_detection and len(set(tail)) == 1
+
+    def on_loop(self) -> AgentRun | None:
+        if self.budgets["loopPerturbation"] > 0:
+            self.budgets["loopPerturbation"] -= 1
+            self.repeats.clear()
+            self.messages.append(
+                {
+                    "role": "user",
+                    "content": "You are repeating the same tool call. Change your approach or finish.",
+                }
+            )
+            return None
+        if self.config.fallback == "fail":
+            return self.run.fail(
+                "tool-loop", f"the same tool call repeated {self.config.loop_detection} times"
+            )
+        self.tools_off = True
+        self.messages.append(
+            {"role": "user", "content": "Stop calling tools and give your answer now."}
+        )
+        return None
+
+    def completion_missing(self) -> str | None:
+        """What the run still lacks before a prose reply can complete it, or None."""
+        if self.config.finish_with:
+            return f"call {self.config.finish_with} to finish"
+        if self.config.completion_require == "explicit":
+            tools = ", ".join(self.config.after_tools) or RUNTIME_DONE
+            return f"finish explicitly by calling {tools}"
+        if self.config.completion_require == "tool-use":
+            if self.config.after_tools:
+                return f"call one of {', '.join(self.config.after_tools)} successfully"
+            return None if self.any_business_success else "call a tool successfully"
+        return None
+
+    def handle_prose(self, result: ChatResult) -> AgentRun | None:
+        missing = self.completion_missing()
+        if missing:
+            if self.budgets["toolUse"] > 0 and not self.tools_off:
+                self.budgets["toolUse"] -= 1
+                self.messages.append({"role": "assistant", "content": result.content or ""})
+                self.messages.append(
+                    {"role": "user", "content": f"You have not finished: {missing}."}
+                )
+                return None
+            return self.run.fail(
+                "completion-missing", f"the run ended without completing: {missing}"
+            )
+        return self.finish_with_text(result.content)
+
+    def finish_with_text(self, text: str | None) -> AgentRun | None:
+        text = text or ""
+        if not self.output_schema:
+            return self.run.succeed(self.strip_data_fields(text), text)
+        try:
+            value = json.loads(text)
+            value = self.strip_data_fields(value)
+            jsonschema.validate(value, self.output_schema)
+            return self.run.succeed(value, text)
+        except (ValueError, jsonschema.ValidationError) as exc:
+            problem = exc.message if isinstance(exc, jsonschema.ValidationError) else "not JSON"
+            if self.budgets["outputRepair"] > 0:
+                self.budgets["outputRepair"] -= 1
+                self.tools_off = True
+                self.messages.append({"role": "assistant", "content": text})
+                self.messages.append(
+                    {
+                        "role": "user",
+                        "content": f"Your answer does not match the output schema ({problem}). Reply with JSON only.",
+                    }
+                )
+                return None
+            return self.run.fail(
+                "output-invalid", f"the output does not match io.output.schema: {problem}"
+            )
+
+    def strip_data_fields(self, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        dropped = [k for k in REPLY_DATA_FIELDS if k in value]
+        events = value.get("events")
+        if isinstance(events, list) and any(isinstance(e, dict) and "topic" in e for e in events):
+            dropped.append("events")
+        if dropped:
+            self.run.warnings.append(
+                f"reply data fields have no effect and were removed: {', '.join(dropped)}"
+            )
+            logger.warning(
+                "agent reply carried data fields %s; a model writes only through tools", dropped
+            )
+            value = {k: v for k, v in value.items() if k not in dropped}
+        return value
+
+    def finalize(self, code: str, message: str) -> AgentRun:
+        """At the step limit (or the deadline reserve), ask once for the answer with tools off."""
+        if not self.config.finalizer_max_steps or self.completion_missing():
+            return self.run.fail(code, message)
+        result = self.ask(tools_off=True)
+        done = self.finish_with_text(result.content)
+        return (
+            done if done is not None and done.status == "success" else self.run.fail(code, message)
+        )
+
+
+def run_agent(
+    *,
+    runtime: Mapping[str, Any],
+    endpoint: Endpoint,
+    messages: list[dict[str, Any]],
+    tools: list[ToolSpec],
+    execute: ToolExecutor,
+    output_schema: Mapping[str, Any] | None = None,
+    on_text: Callable[[str], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> AgentRun:
+    """Run one agent runtime to completion or failure. Never raises for model or tool trouble."""
+    config = LoopConfig.from_runtime(runtime)
+    if config.completion_require == "explicit" and RUNTIME_DONE not in {t.name for t in tools}:
+        done = ToolSpec(
+            RUNTIME_DONE, "Call when the runtime's work is complete.", {"type": "object"}
+        )
+        tools = [*tools, done]
+        inner = execute
+
+        def execute(name: str, args: dict[str, Any]) -> ToolOutcome:
+            return ToolOutcome(True, {"done": True}) if name == RUNTIME_DONE else inner(name, args)
+
+    return _Loop(config, endpoint, messages, tools, execute, output_schema, on_text, clock).go()
+
+
+def _as_text(outcome: ToolOutcome) -> str:
+    if not outcome.ok:
+        return json.dumps({"ok": False, "error": outcome.error})
+    return (
+        outcome.content
+        if isinstance(outcome.content, str)
+        else json.dumps(outcome.content, default=str)
+    )
