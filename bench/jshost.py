@@ -1,0 +1,124 @@
+"""Benchmark the JavaScript plugin host: echo floor, tool calls/s, one ctx.pluginData.get round trip.
+
+    .venv/bin/python bench/jshost.py [--seconds 2] [--gets 2000]
+
+Everything runs through a real Node child over the same framed channel the hub uses.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from catalogue.manifest import load_package  # noqa: E402
+from pluginhost.callbacks import InMemoryCallbacks  # noqa: E402
+from pluginhost.host import NodeHost  # noqa: E402
+from pluginhost.services import plugin_function_call, plugin_load, plugin_tool_call  # noqa: E402
+
+MANIFEST = """---
+id: bench
+version: 0.1.0
+description: Benchmark package.
+contributes:
+  tools: [add]
+runtime:
+  schedule: { trigger: { type: manual } }
+  function:
+    timeoutMs: 60000
+---
+Bench.
+"""
+ENTRY = """
+export default function register(covel) {
+  const { tool, z } = covel.toolkit;
+  covel.registerTool(tool({ name: "add", description: "Add two numbers.",
+    parameters: z.object({ a: z.number(), b: z.number() }),
+    async execute({ a, b }) { return { sum: a + b }; } }));
+}
+"""
+HANDLER = """
+export default async function handler(ctx) {
+  const n = ctx.manualPayload?.gets ?? 0;
+  let found = 0;
+  for (let i = 0; i < n; i++) if ((await ctx.pluginData.get("bench", "k")) !== null) found++;
+  return { outcome: "success", value: { found } };
+}
+"""
+
+
+def rate(fn, seconds: float) -> tuple[float, int]:
+    count = 0
+    started = time.perf_counter()
+    deadline = started + seconds
+    while time.perf_counter() < deadline:
+        fn()
+        count += 1
+    elapsed = time.perf_counter() - started
+    return count / elapsed, count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--gets", type=int, default=2000)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "bench"
+        (root / "server").mkdir(parents=True)
+        (root / "PLUGIN.md").write_text(MANIFEST)
+        (root / "server" / "index.js").write_text(textwrap.dedent(ENTRY))
+        (root / "handler.js").write_text(textwrap.dedent(HANDLER))
+        result = load_package(str(root))
+        assert result.ok, [str(issue) for issue in result.errors]
+        manifest = result.manifest
+
+        host = NodeHost()
+        started = time.perf_counter()
+        host.start()
+        start_ms = (time.perf_counter() - started) * 1000
+        callbacks = InMemoryCallbacks(data={("bench", "bench"): {"k": {"v": 1}}})
+        started = time.perf_counter()
+        plugin_load(manifest=manifest, host=host)
+        load_ms = (time.perf_counter() - started) * 1000
+
+        payload = {"a": 1, "b": [1, 2, 3], "c": "text"}
+        for _ in range(200):  # warm up both sides
+            host.echo(payload)
+            plugin_tool_call(manifest=manifest, tool="add", args={"a": 1, "b": 2}, callbacks=callbacks, host=host)
+
+        echo_rate, echo_n = rate(lambda: host.echo(payload), args.seconds)
+        tool_rate, tool_n = rate(
+            lambda: plugin_tool_call(manifest=manifest, tool="add", args={"a": 1, "b": 2}, callbacks=callbacks, host=host),
+            args.seconds,
+        )
+
+        def handler(gets: int) -> float:
+            t0 = time.perf_counter()
+            out = plugin_function_call(
+                manifest=manifest, runtime="bench", callbacks=callbacks, host=host, context={"manualPayload": {"gets": gets}}
+            )
+            assert out.result["value"]["found"] == gets
+            return time.perf_counter() - t0
+
+        handler(10)
+        base = min(handler(0) for _ in range(20))
+        with_gets = min(handler(args.gets) for _ in range(3))
+        per_get_us = (with_gets - base) / args.gets * 1e6
+        host.stop()
+
+    print(f"node host start:              {start_ms:8.1f} ms")
+    print(f"package load (entry+handler): {load_ms:8.1f} ms")
+    print(f"bare JSON echo (floor):       {echo_rate:8.0f} calls/s  ({1e6 / echo_rate:6.1f} us each, n={echo_n})")
+    print(f"tool call (zod + envelope):   {tool_rate:8.0f} calls/s  ({1e6 / tool_rate:6.1f} us each, n={tool_n})")
+    print(f"empty function handler call:  {base * 1e6:8.1f} us")
+    print(f"one ctx.pluginData.get:       {per_get_us:8.1f} us  (handler doing {args.gets} gets: {with_gets * 1000:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,825 @@
+// Covel Hub's JavaScript plugin host: one long-lived Node process per worker, driven by Python
+// over a framed JSON channel on two dedicated pipes (never stdout/stderr, which belong to plugin
+// output). Frames are a 4-byte big-endian length followed by UTF-8 JSON.
+//
+// Python -> host:  {type:"call", id, method, params}        host -> Python: {type:"result"|"error", id, ...}
+// host -> Python:  {type:"call", id, callId, method, params} (a ctx callback belonging to call callId)
+// host -> Python:  {type:"log", level, package, runtime, message}
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { pathToFileURL } from "node:url";
+import { format } from "node:util";
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import * as sdk from "./sdk.mjs";
+import { createRandom } from "./random.mjs";
+import { applyOperations, OperationError } from "./ops.mjs";
+import { addPackageRoot, installResolver, isInside } from "./resolver.mjs";
+
+const IN_FD = Number(process.env.COVEL_HOST_IN_FD ?? 3);
+const OUT_FD = Number(process.env.COVEL_HOST_OUT_FD ?? 4);
+const MAX_VALUE_BYTES = 262144; // one plugin.data value, from the spec
+const HOOK_EVENTS = new Set([
+  "SessionStart", "TurnStart", "PreCompaction", "PostCompaction", "PreSchedule", "PreRuntime",
+  "PostContextAssembly", "PreStep", "PreLLMCall", "PostLLMResponse", "PostRuntime", "PreToolUse",
+  "PostToolUse", "PreStateCommit", "PostStateCommit", "TurnStop", "SessionEnd",
+]);
+const ENFORCE = new Set(["pre", "normal", "post"]);
+
+installResolver();
+// Plugins may not reach built-ins or native code by the back door, nor end the shared process:
+// the host keeps its own references and replaces the public ones with refusals.
+const realExit = process.exit.bind(process);
+const realReallyExit = process.reallyExit.bind(process);
+let hostExiting = false;
+const exitHost = (code) => {
+  hostExiting = true;
+  realExit(code);
+};
+for (const name of ["getBuiltinModule", "binding", "_linkedBinding", "dlopen"]) {
+  process[name] = () => {
+    throw new HostError("plugin_import_refused", `process.${name} is not available to plugins`);
+  };
+}
+// process.exit looks process.reallyExit up at call time, so that one lets only the host through.
+process.reallyExit = (code) => {
+  if (!hostExiting) throw new HostError("host_capability_refused", "process.reallyExit is not available to plugins");
+  realReallyExit(code);
+};
+for (const name of ["exit", "abort", "kill", "chdir", "setuid", "setgid", "seteuid", "setegid", "setgroups", "initgroups"]) {
+  if (typeof process[name] === "function") {
+    process[name] = () => {
+      throw new HostError("host_capability_refused", `process.${name} is not available to plugins`);
+    };
+  }
+}
+
+class HostError extends Error {
+  constructor(code, message, details) {
+    super(message);
+    this.code = code;
+    if (details !== undefined) this.details = details;
+  }
+}
+
+// ---------------------------------------------------------------- framing
+
+function send(message) {
+  const body = Buffer.from(JSON.stringify(message), "utf8");
+  const frame = Buffer.allocUnsafe(4 + body.length);
+  frame.writeUInt32BE(body.length, 0);
+  body.copy(frame, 4);
+  let offset = 0;
+  while (offset < frame.length) {
+    try {
+      offset += fs.writeSync(OUT_FD, frame, offset);
+    } catch (error) {
+      if (error.code !== "EAGAIN") throw error;
+    }
+  }
+}
+
+const current = new AsyncLocalStorage(); // {package, runtime} of the code running now
+
+function log(level, message, where = current.getStore()) {
+  send({ type: "log", level, package: where?.package ?? null, runtime: where?.runtime ?? null, message });
+}
+
+// Plugin console output becomes log frames, attributed to the package whose code is running.
+for (const [name, level] of [["log", "info"], ["info", "info"], ["debug", "debug"], ["warn", "warning"], ["error", "error"], ["trace", "debug"]]) {
+  console[name] = (...args) => log(level, format(...args));
+}
+
+// ---------------------------------------------------------------- calls to Python (ctx callbacks)
+
+let nextCallbackId = 1;
+const waiting = new Map(); // callback id -> {resolve, reject}
+
+function toPython(call, method, params) {
+  if (call.closed) {
+    return Promise.reject(new HostError("call_closed", `${method} is refused: this call has ended or was aborted`));
+  }
+  const id = nextCallbackId++;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    send({ type: "call", id, callId: call.id, method, params: { package: call.package, runtime: call.runtime ?? null, ...params } });
+  });
+}
+
+function settleCallback(message) {
+  const entry = waiting.get(message.id);
+  if (!entry) return;
+  waiting.delete(message.id);
+  if (message.type === "result") entry.resolve(message.result);
+  else entry.reject(new HostError(message.error?.code ?? "callback_failed", message.error?.message ?? "callback failed"));
+}
+
+// ---------------------------------------------------------------- packages
+
+const packages = new Map(); // package id -> loaded package
+let loadCounter = 0;
+
+function makeHttp(call, registration) {
+  const request = async (input, init = {}) => {
+    if (registration.extract) {
+      registration.hostCapabilityUsed = "covel.http";
+      throw new HostError("host_capability_refused", "covel.http is not available while plugin_extract runs the entry factory");
+    }
+    const body = init.body === undefined || init.body === null ? null : Buffer.from(typeof init.body === "string" ? init.body : JSON.stringify(init.body)).toString("base64");
+    // A tool or handler calling covel.http runs inside its own call; the factory inside the load.
+    const response = await toPython(current.getStore()?.call ?? call(), "http", {
+      method: String(init.method ?? "GET").toUpperCase(),
+      url: String(input),
+      headers: Object.fromEntries(Object.entries(init.headers ?? {}).map(([k, v]) => [k, String(v)])),
+      body,
+      timeout: (init.timeoutMs ?? 30000) / 1000,
+    });
+    const bytes = Buffer.from(response.body ?? "", "base64");
+    return {
+      status: response.status,
+      ok: response.status >= 200 && response.status < 300,
+      headers: response.headers ?? {},
+      text: async () => bytes.toString("utf8"),
+      json: async () => JSON.parse(bytes.toString("utf8")),
+      arrayBuffer: async () => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length),
+    };
+  };
+  return {
+    fetch: request,
+    fetchWithRetry: request,
+    validateBaseUrl(url) {
+      try {
+        const parsed = new URL(String(url));
+        return parsed.protocol === "https:" ? { ok: true } : { ok: false, reason: "only https origins are allowed" };
+      } catch {
+        return { ok: false, reason: "not a URL" };
+      }
+    },
+  };
+}
+
+function makeCovel(pkg, registration, loadCall) {
+  const open = () => {
+    if (registration.closed) {
+      throw new HostError("registration_closed", "registrations are valid only while the entry factory is running");
+    }
+  };
+  const push = (list, item) => {
+    open();
+    list.push(item);
+  };
+  const hook = (event, handler, options = {}) => {
+    if (typeof handler !== "function") throw new TypeError(`hook ${event} needs a handler function`);
+    push(registration.hooks, { event: String(event), enforce: options.enforce ?? "normal", handler, options });
+  };
+  const extension = (pointOrSpec, idOrProvider, maybeProvider) => {
+    const spec = typeof pointOrSpec === "object" && pointOrSpec !== null
+      ? pointOrSpec
+      : { point: pointOrSpec, id: idOrProvider, provider: maybeProvider };
+    push(registration.extensions, { point: String(spec.point), id: String(spec.id), provider: spec.provider ?? spec });
+  };
+  return {
+    pluginId: pkg.id,
+    signal: registration.controller.signal,
+    toolkit: {
+      tool: sdk.tool,
+      z,
+      withPendingProposals: sdk.withPendingProposals,
+      withModelView: sdk.withModelView,
+      withEmittedEvents: sdk.withEmittedEvents,
+      ToolError: sdk.ToolError,
+      shortId: sdk.shortId,
+      shortIdBatch: sdk.shortIdBatch,
+      makeProposal: sdk.makeProposal,
+    },
+    http: makeHttp(loadCall, registration),
+    registerTool(module) {
+      if (!module || typeof module.name !== "string" || typeof module.execute !== "function") {
+        open();
+        throw new TypeError("registerTool needs a tool made with toolkit.tool()");
+      }
+      push(registration.tools, module);
+    },
+    registerRpc(action, handler, options = {}) {
+      if (typeof handler !== "function") throw new TypeError(`action ${action} needs a handler function`);
+      push(registration.actions, { name: String(action), handler, options });
+    },
+    registerService(definition) {
+      if (!definition || typeof definition.contract !== "string") throw new TypeError("registerService needs a contract");
+      push(registration.services, {
+        ...definition,
+        access: definition.access ?? "read",
+        modelFacing: definition.modelFacing === true,
+      });
+    },
+    registerHook: hook,
+    on: hook,
+    provideExtension: extension,
+    registerWire(id, wire) {
+      push(registration.wires, { id: String(typeof id === "object" ? id.id : id), wire: wire ?? id });
+    },
+    registerWires(module) {
+      for (const kind of ["image", "speech", "transcription"]) {
+        for (const wire of module?.[kind] ?? []) push(registration.wires, { id: String(wire.id), wire });
+      }
+    },
+    registerFormValidator(name, validator) {
+      if (typeof validator !== "function") throw new TypeError(`form validator ${name} needs a function`);
+      push(registration.forms, { name: String(name), validator });
+    },
+    onDispose(cleanup) {
+      if (typeof cleanup === "function") registration.dispose.push(cleanup);
+    },
+  };
+}
+
+function dedup(items) {
+  const seen = new Set();
+  const out = [];
+  for (const item of items) {
+    const key = JSON.stringify(item);
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(item);
+    }
+  }
+  return out;
+}
+
+/** The six lists plus extensions, as plugin_extract writes them (first-registration order). */
+function extracted(registration) {
+  return {
+    tools: dedup(registration.tools.map((t) => t.name)),
+    actions: dedup(registration.actions.map((a) => a.name)),
+    services: dedup(registration.services.map((s) => {
+      if (!s.modelFacing && s.access !== "write") return s.contract;
+      const item = { contract: s.contract };
+      if (s.access === "write") item.access = "write";
+      if (s.modelFacing) item.modelFacing = true;
+      return item;
+    })),
+    forms: dedup(registration.forms.map((f) => f.name)),
+    wires: dedup(registration.wires.map((w) => w.id)),
+    hooks: dedup(registration.hooks.map((h) => (h.enforce === "normal" ? h.event : { event: h.event, enforce: h.enforce }))),
+    extensions: dedup(registration.extensions.map((e) => `${e.point}/${e.id}`)),
+  };
+}
+
+function normaliseDeclared(declared) {
+  const services = new Map();
+  for (const item of declared.services ?? []) {
+    const spec = typeof item === "string" ? { contract: item } : item;
+    services.set(spec.contract, { access: spec.access ?? "read", modelFacing: spec.modelFacing === true });
+  }
+  const hooks = new Set((declared.hooks ?? []).map((h) => (typeof h === "string" ? `${h}:normal` : `${h.event}:${h.enforce ?? "normal"}`)));
+  const extensions = new Set((declared.extensions ?? []).map((e) => (typeof e === "string" ? e : `${e.point}/${e.id}`)));
+  return {
+    tools: new Set(declared.tools ?? []),
+    actions: new Set(declared.actions ?? []),
+    forms: new Set(declared.forms ?? []),
+    wires: new Set(declared.wires ?? []),
+    services,
+    hooks,
+    extensions,
+  };
+}
+
+/** Both directions: every registration declared, every declaration registered. */
+function checkRegistrations(registration, declared) {
+  const want = normaliseDeclared(declared);
+  const problems = [];
+  const compare = (kind, registeredNames, declaredSet, label) => {
+    const got = new Set(registeredNames);
+    for (const name of got) if (!declaredSet.has(name)) problems.push({ kind, name, problem: "undeclared", message: `${label} "${name}" is registered but not declared in contributes.${kind}` });
+    for (const name of declaredSet) if (!got.has(name)) problems.push({ kind, name, problem: "missing", message: `${label} "${name}" is declared in contributes.${kind} but not registered` });
+  };
+  compare("tools", registration.tools.map((t) => t.name), want.tools, "tool");
+  compare("actions", registration.actions.map((a) => a.name), want.actions, "action");
+  compare("forms", registration.forms.map((f) => f.name), want.forms, "form validator");
+  compare("wires", registration.wires.map((w) => w.id), want.wires, "wire");
+  compare("extensions", registration.extensions.map((e) => `${e.point}/${e.id}`), want.extensions, "extension");
+  compare("hooks", registration.hooks.map((h) => `${h.event}:${h.enforce}`), want.hooks, "hook");
+  compare("services", registration.services.map((s) => s.contract), new Set(want.services.keys()), "service");
+  for (const service of registration.services) {
+    const spec = want.services.get(service.contract);
+    if (!spec) continue;
+    if (spec.access !== service.access) {
+      problems.push({ kind: "services", name: service.contract, problem: "mismatch", message: `service "${service.contract}" is registered with access ${service.access} but declared with access ${spec.access}` });
+    }
+    if (spec.modelFacing !== service.modelFacing) {
+      problems.push({ kind: "services", name: service.contract, problem: "mismatch", message: `service "${service.contract}" is registered with modelFacing ${service.modelFacing} but declared with modelFacing ${spec.modelFacing}` });
+    }
+    if (service.modelFacing && (!service.description || typeof service.input?.safeParse !== "function")) {
+      problems.push({ kind: "services", name: service.contract, problem: "invalid", message: `model-facing service "${service.contract}" needs a description and a zod input` });
+    }
+  }
+  for (const h of registration.hooks) {
+    if (!HOOK_EVENTS.has(h.event)) problems.push({ kind: "hooks", name: h.event, problem: "invalid", message: `hook event "${h.event}" is not a lifecycle event` });
+    if (!ENFORCE.has(h.enforce)) problems.push({ kind: "hooks", name: h.event, problem: "invalid", message: `hook "${h.event}" has enforce "${h.enforce}"; use pre, normal or post` });
+  }
+  const names = registration.tools.map((t) => t.name);
+  for (const name of new Set(names.filter((n, i) => names.indexOf(n) !== i))) {
+    problems.push({ kind: "tools", name, problem: "duplicate", message: `tool "${name}" is registered more than once` });
+  }
+  return problems;
+}
+
+function withTimeout(promise, ms, onTimeout) {
+  if (!ms || ms <= 0) return promise;
+  let timer;
+  const limit = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout?.();
+      reject(new HostError("plugin_timeout", `did not finish within ${ms} ms`));
+    }, ms);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+async function importInside(root, file, tag, what) {
+  const real = fs.existsSync(file) ? fs.realpathSync(file) : file;
+  if (!isInside(root, real)) {
+    throw new HostError("entry_outside_package", `${what} ${file} is outside the package folder ${root}`);
+  }
+  if (!fs.existsSync(real)) throw new HostError("entry_not_found", `${what} ${path.relative(root, real)} does not exist`);
+  const url = new URL(pathToFileURL(real).href);
+  url.searchParams.set("covel-load", tag);
+  return import(url.href);
+}
+
+async function loadPackage(params, call) {
+  const root = addPackageRoot(params.root);
+  const tag = String(++loadCounter);
+  const pkg = { id: params.package, root, runtimes: new Map(), tools: new Map(), actions: new Map(), forms: new Map(), services: new Map(), hooks: [], extensions: new Map(), contributedTools: params.declared?.tools ?? [], singleRuntime: params.singleRuntime === true };
+  const registration = { tools: [], actions: [], services: [], hooks: [], wires: [], forms: [], extensions: [], dispose: [], closed: false, extract: params.mode === "extract", controller: new AbortController() };
+  if (params.entry) {
+    const entryFile = path.resolve(root, params.entry);
+    const module = await current.run({ package: pkg.id, call }, () => importInside(root, entryFile, tag, "entry"));
+    const factory = module.default;
+    if (typeof factory !== "function") {
+      throw new HostError("entry_invalid", `entry ${params.entry} must default-export the registration function`);
+    }
+    const covel = makeCovel(pkg, registration, () => call);
+    try {
+      await current.run({ package: pkg.id, call }, () => withTimeout(Promise.resolve(factory(covel)), params.timeoutMs ?? 10000));
+    } catch (error) {
+      if (error instanceof HostError && error.code === "plugin_timeout") throw new HostError("entry_timeout", `entry factory ${error.message}`);
+      throw new HostError("entry_failed", `entry factory of ${pkg.id} threw: ${error?.message ?? String(error)}`);
+    } finally {
+      registration.closed = true;
+    }
+    if (registration.hostCapabilityUsed) {
+      throw new HostError("host_capability_refused", `the entry factory called ${registration.hostCapabilityUsed}, which is not available during plugin_extract`);
+    }
+  }
+  if (params.mode === "extract") return { extracted: extracted(registration) };
+
+  const problems = checkRegistrations(registration, params.declared ?? {});
+  if (problems.length) {
+    throw new HostError("plugin_registration_invalid", `${pkg.id}: ${problems.map((p) => p.message).join("; ")}`, problems);
+  }
+  for (const t of registration.tools) pkg.tools.set(t.name, t);
+  for (const a of registration.actions) pkg.actions.set(a.name, a);
+  for (const f of registration.forms) pkg.forms.set(f.name, f);
+  for (const s of registration.services) pkg.services.set(s.contract, s);
+  for (const e of registration.extensions) pkg.extensions.set(`${e.point}/${e.id}`, e);
+  pkg.hooks = registration.hooks;
+  for (const runtime of params.runtimes ?? []) {
+    if (!runtime.handler) continue;
+    const module = await current.run({ package: pkg.id, runtime: runtime.id, call }, () => importInside(root, path.resolve(root, runtime.handler), tag, `handler of runtime ${runtime.id}`));
+    if (typeof module.default !== "function") {
+      throw new HostError("handler_invalid", `handler ${runtime.handler} of runtime ${runtime.id} must default-export a function`);
+    }
+    pkg.runtimes.set(runtime.id, { ...runtime, handler: module.default });
+  }
+  packages.set(pkg.id, pkg);
+  return {
+    package: pkg.id,
+    tools: registration.tools.map((t) => ({ name: t.name, description: t.description ?? "", jsonSchema: t.jsonSchema ?? {}, annotations: t.annotations ?? {}, timeoutMs: t.timeoutMs ?? null })),
+    actions: registration.actions.map((a) => a.name),
+    forms: registration.forms.map((f) => f.name),
+    extracted: extracted(registration),
+    runtimes: [...pkg.runtimes.keys()],
+  };
+}
+
+function packageOf(id) {
+  const pkg = packages.get(id);
+  if (!pkg) throw new HostError("package_not_loaded", `package ${id} is not loaded in this host`);
+  return pkg;
+}
+
+// ---------------------------------------------------------------- contexts
+
+function makeStore(call) {
+  return {
+    async getPluginData(namespace, key) {
+      const value = await toPython(call, "pluginData.get", { namespace: String(namespace), key: String(key) });
+      return value === null || value === undefined ? null : { key: String(key), value };
+    },
+    async listPluginData(namespace) {
+      return toPython(call, "pluginData.list", { namespace: String(namespace) });
+    },
+    async getSession() {
+      return toPython(call, "store.getSession", {});
+    },
+    async readTurnMessages(options = {}) {
+      const limit = Math.min(Math.max(Number(options.limit ?? 100) || 100, 1), 500);
+      return toPython(call, "store.readTurnMessages", { after: options.after ?? null, limit });
+    },
+    async listTurnMessages(limit) {
+      const page = await toPython(call, "store.readTurnMessages", { after: null, limit: Math.min(Number(limit ?? 500) || 500, 500) });
+      return page.messages ?? [];
+    },
+  };
+}
+
+function checkSize(namespace, key, value) {
+  const bytes = Buffer.byteLength(JSON.stringify(value ?? null), "utf8");
+  if (bytes > MAX_VALUE_BYTES) {
+    throw new HostError("plugin_data_too_large", `plugin data ${namespace}/${key} is ${bytes} bytes; one value is at most ${MAX_VALUE_BYTES}`);
+  }
+}
+
+/** ctx.pluginData: reads see this call's earlier writes; writes are recorded, not saved. */
+function makePluginData(call) {
+  const overlay = new Map(); // "ns\u0000key" -> value (null = deleted)
+  const k = (ns, key) => `${ns}\u0000${key}`;
+  const read = async (namespace, key) => {
+    const id = k(namespace, key);
+    if (overlay.has(id)) return structuredClone(overlay.get(id));
+    const value = await toPython(call, "pluginData.get", { namespace, key });
+    return value ?? null;
+  };
+  return {
+    get: (namespace, key) => read(String(namespace), String(key)),
+    async list(namespace) {
+      const ns = String(namespace);
+      const rows = await toPython(call, "pluginData.list", { namespace: ns });
+      const out = new Map((rows ?? []).map((row) => [row.key, row.value]));
+      for (const [id, value] of overlay) {
+        const [rowNs, key] = id.split("\u0000");
+        if (rowNs !== ns) continue;
+        if (value === null) out.delete(key);
+        else out.set(key, structuredClone(value));
+      }
+      return [...out].map(([key, value]) => ({ key, value }));
+    },
+    async set(namespace, key, value) {
+      const ns = String(namespace);
+      const id = String(key);
+      checkSize(ns, id, value);
+      const copy = value === undefined ? null : structuredClone(value);
+      overlay.set(k(ns, id), copy);
+      call.operations.push(copy === null ? { kind: "delete", namespace: ns, key: id } : { kind: "set", namespace: ns, key: id, value: copy });
+    },
+    async update(namespace, key, operations) {
+      const ns = String(namespace);
+      const id = String(key);
+      const before = await read(ns, id);
+      let after;
+      try {
+        after = applyOperations(before, operations);
+      } catch (error) {
+        if (error instanceof OperationError) throw new HostError(error.code, `update of ${ns}/${id} failed: ${error.message}`);
+        throw error;
+      }
+      checkSize(ns, id, after);
+      overlay.set(k(ns, id), after);
+      call.operations.push({ kind: "update", namespace: ns, key: id, ops: structuredClone(operations) });
+    },
+    async delete(namespace, key) {
+      const ns = String(namespace);
+      const id = String(key);
+      overlay.set(k(ns, id), null);
+      call.operations.push({ kind: "delete", namespace: ns, key: id });
+    },
+  };
+}
+
+function makeLogger(call) {
+  const where = { package: call.package, runtime: call.runtime };
+  const entry = (level) => async (message, meta) => log(level, meta ? `${message} ${JSON.stringify(meta)}` : String(message), where);
+  return { debug: entry("debug"), info: entry("info"), warn: entry("warning"), error: entry("error") };
+}
+
+function normaliseToolResult(result) {
+  const content = sdk.getToolContent(result);
+  return {
+    content: content === undefined ? null : content,
+    modelView: sdk.getModelView(result) ?? null,
+    pendingProposals: [...sdk.getPendingProposals(result)],
+    emittedEvents: result?.kind === "covel.tool-result" ? [...(result.emittedEvents ?? [])] : [],
+  };
+}
+
+function toolFailure(error, toolName) {
+  if (error?.name === "ToolValidationError" || error?.code === "invalid_tool_arguments") {
+    return new HostError("invalid_tool_arguments", `${error.message}: ${(error.details ?? []).map((d) => `${d.path}: ${d.message}`).join("; ")}`, error.details ?? []);
+  }
+  if (error instanceof sdk.ToolError || error?.name === "ToolError") {
+    return new HostError("tool_error", error.message, { code: error.code, hint: error.hint ?? null });
+  }
+  if (error instanceof HostError) return error;
+  return new HostError("tool_failed", `tool "${toolName}" threw: ${error?.message ?? String(error)}`);
+}
+
+function toolContext(call, pkg, c, extra = {}) {
+  return {
+    sessionId: c.sessionId ?? null,
+    turnId: c.turnId ?? null,
+    pluginId: pkg.id,
+    runtimeId: c.runtimeId ?? call.runtime ?? pkg.id,
+    locale: c.locale ?? null,
+    world: c.world ?? null,
+    userSettings: c.userSettings ?? {},
+    turnNumber: c.turnNumber,
+    store: makeStore(call),
+    random: call.random,
+    signal: call.controller.signal,
+    ...extra,
+  };
+}
+
+async function runTool(call, pkg, name, args, context) {
+  const module = pkg.tools.get(name);
+  if (!module) throw new HostError("tool_not_found", `package ${pkg.id} has no tool "${name}"`);
+  try {
+    return normaliseToolResult(await module.execute(args ?? {}, context));
+  } catch (error) {
+    throw toolFailure(error, name);
+  }
+}
+
+/** The tools a function runtime may call: function.tools.plugin, or every tool of a single-runtime package. */
+function allowedTools(pkg, runtime) {
+  const listed = runtime.tools?.plugin;
+  if (Array.isArray(listed)) return new Set(listed);
+  return pkg.singleRuntime ? new Set(pkg.contributedTools) : new Set();
+}
+
+// ---------------------------------------------------------------- methods
+
+const calls = new Map(); // python call id -> call state
+
+function newCall(message, params) {
+  const call = {
+    id: message.id,
+    package: params.package ?? null,
+    runtime: params.runtime ?? null,
+    controller: new AbortController(),
+    closed: false,
+    operations: [],
+    proposals: [],
+    // Without a seed from Python (an action, say) draws are fresh each call, never a fixed sequence.
+    random: createRandom(params.context?.seed ?? params.seed ?? randomUUID()),
+  };
+  calls.set(message.id, call);
+  return call;
+}
+
+const methods = {
+  async echo(params) {
+    return params;
+  },
+
+  async load(params, call) {
+    return loadPackage(params, call);
+  },
+
+  async unload(params) {
+    const pkg = packages.get(params.package);
+    packages.delete(params.package);
+    return { unloaded: Boolean(pkg) };
+  },
+
+  async tool(params, call) {
+    const pkg = packageOf(params.package);
+    const c = params.context ?? {};
+    return runTool(call, pkg, params.tool, params.args, toolContext(call, pkg, c));
+  },
+
+  async rpc(params, call) {
+    const pkg = packageOf(params.package);
+    const action = pkg.actions.get(params.action);
+    if (!action) throw new HostError("action_not_found", `package ${pkg.id} has no action "${params.action}"`);
+    const c = params.context ?? {};
+    const store = {
+      ...makeStore(call),
+      // An action's writes take effect at once (no turn to commit with).
+      async setPluginData(record) {
+        checkSize(record.namespace, record.key, record.value);
+        await toPython(call, "pluginData.set", { namespace: String(record.namespace), key: String(record.key), value: record.value ?? null });
+      },
+      async listPlayerInputs() {
+        return [];
+      },
+    };
+    const ctx = {
+      sessionId: c.sessionId ?? null,
+      pluginId: pkg.id,
+      action: action.name,
+      runtimeId: c.runtimeId,
+      locale: c.locale ?? null,
+      userSettings: c.userSettings ?? {},
+      command: c.command,
+      environment: c.environment,
+      store,
+      signal: call.controller.signal,
+      logger: makeLogger(call),
+      random: call.random,
+    };
+    const value = await action.handler(params.payload ?? null, ctx);
+    return { value: value === undefined ? null : value };
+  },
+
+  async function(params, call) {
+    const pkg = packageOf(params.package);
+    const runtime = pkg.runtimes.get(params.runtime);
+    if (!runtime) throw new HostError("runtime_not_found", `package ${pkg.id} has no function runtime "${params.runtime}"`);
+    const c = params.context ?? {};
+    const allowed = allowedTools(pkg, runtime);
+    const builtin = new Set(runtime.tools?.builtin ?? []);
+    const ctx = {
+      sessionId: c.sessionId ?? null,
+      turnId: c.turnId ?? null,
+      pluginId: pkg.id,
+      runtimeId: runtime.id,
+      playerMessage: c.playerMessage ?? "",
+      playerActions: c.playerActions ?? [],
+      manualPayload: c.manualPayload,
+      inputs: c.inputs ?? {},
+      world: c.world ?? null,
+      userSettings: c.userSettings ?? {},
+      locale: c.locale ?? null,
+      logicalTurn: c.logicalTurn,
+      recursionDepth: c.recursionDepth ?? 0,
+      execution: { sourceTurnId: c.sourceTurnId ?? null },
+      random: call.random,
+      signal: call.controller.signal,
+      logger: makeLogger(call),
+      store: makeStore(call),
+      pluginData: makePluginData(call),
+      tools: {
+        async call(name, args) {
+          const toolName = String(name);
+          if (allowed.has(toolName)) {
+            let result;
+            try {
+              result = await runTool(call, pkg, toolName, args, toolContext(call, pkg, c, { runtimeId: runtime.id }));
+            } catch (error) {
+              const failure = new sdk.ToolError(error.details?.code ?? error.code, error.message, { hint: error.details?.hint ?? undefined });
+              throw failure;
+            }
+            call.proposals.push(...result.pendingProposals);
+            return result.content;
+          }
+          if (builtin.has(toolName)) return toPython(call, "tools.call", { name: toolName, args: args ?? {} });
+          throw new sdk.ToolError("tool_unavailable", `tool "${toolName}" is unavailable: it is not listed in function.tools of runtime ${runtime.id}`);
+        },
+      },
+    };
+    const result = await runtime.handler(ctx);
+    const normal = normaliseToolResult(result);
+    return {
+      result: normal.content,
+      operations: call.operations,
+      proposals: [...call.proposals, ...normal.pendingProposals],
+      emittedEvents: normal.emittedEvents,
+    };
+  },
+
+  async validateForm(params) {
+    const pkg = packageOf(params.package);
+    const form = pkg.forms.get(params.name);
+    if (!form) throw new HostError("form_not_found", `package ${pkg.id} has no form validator "${params.name}"`);
+    const outcome = form.validator(params.values ?? {}, params.data ?? null, params.context ?? {});
+    if (outcome && typeof outcome.then === "function") {
+      throw new HostError("validator_not_synchronous", `form validator "${params.name}" returned a promise; validators must be synchronous`);
+    }
+    if (outcome === undefined || outcome === null) return { ok: true, formError: null, fieldErrors: [] };
+    if (typeof outcome === "string") return { ok: false, formError: outcome, fieldErrors: [] };
+    const list = Array.isArray(outcome) ? outcome : [outcome];
+    return { ok: false, formError: null, fieldErrors: list.map((i) => ({ field: String(i.field ?? ""), message: String(i.message ?? "") })) };
+  },
+
+  async service(params, call) {
+    const pkg = packageOf(params.package);
+    const service = pkg.services.get(params.contract);
+    if (!service) throw new HostError("service_not_found", `package ${pkg.id} has no service "${params.contract}"`);
+    const check = (schema, value, code, what) => {
+      if (!schema || typeof schema.safeParse !== "function") return value;
+      const parsed = schema.safeParse(value);
+      if (parsed.success) return parsed.data;
+      const details = parsed.error.issues.map((i) => ({ path: i.path.length ? i.path.join(".") : "(root)", message: i.message }));
+      throw new HostError(code, `${what} of service "${service.contract}" is invalid: ${details.map((d) => `${d.path}: ${d.message}`).join("; ")}`, details);
+    };
+    const input = check(service.input, params.input, "invalid_service_input", "input");
+    const ctx = {
+      callerPluginId: params.callerPluginId ?? null,
+      pluginId: pkg.id,
+      signal: call.controller.signal,
+      services: null,
+      store: makeStore(call),
+      random: call.random,
+      logger: makeLogger(call),
+      // A write service stages its writes; they commit with the caller's work.
+      ...(service.access === "write" ? { pluginData: makePluginData(call) } : {}),
+    };
+    const output = check(service.output, await service.handler(input, ctx), "invalid_service_output", "output");
+    return { output: output === undefined ? null : output, operations: call.operations };
+  },
+
+  async hook(params, call) {
+    const pkg = packageOf(params.package);
+    const results = [];
+    for (const h of pkg.hooks.filter((x) => x.event === params.event)) {
+      if (typeof h.options?.match === "function" && !h.options.match(params.payload)) continue;
+      const ctx = { ...(params.context ?? {}), event: params.event, pluginId: pkg.id, signal: call.controller.signal };
+      results.push((await h.handler(ctx, params.payload ?? null)) ?? { action: "continue" });
+    }
+    return { results };
+  },
+};
+
+function errorFrame(id, error) {
+  const code = error?.code && typeof error.code === "string" ? error.code : "plugin_failed";
+  return { type: "error", id, error: { code, message: error?.message ?? String(error), details: error?.details ?? null } };
+}
+
+async function handleCall(message) {
+  const params = message.params ?? {};
+  const method = methods[message.method];
+  if (!method) {
+    send(errorFrame(message.id, new HostError("unknown_method", `unknown method ${message.method}`)));
+    return;
+  }
+  const call = newCall(message, params);
+  const where = { package: call.package, runtime: call.runtime, call };
+  let finished = false;
+  const finish = (frame) => {
+    if (finished) return;
+    finished = true;
+    call.closed = true; // later ctx.store / pluginData calls are refused
+    calls.delete(message.id);
+    send(frame);
+  };
+  const timeoutMs = Number(params.timeoutMs ?? 0);
+  let timer;
+  if (timeoutMs > 0) {
+    timer = setTimeout(() => {
+      call.closed = true;
+      call.controller.abort(new HostError("plugin_timeout", `${message.method} exceeded its ${timeoutMs} ms limit`));
+      finish(errorFrame(message.id, new HostError("plugin_timeout", `${message.method} ${params.tool ?? params.action ?? params.runtime ?? params.package ?? ""} did not finish within ${timeoutMs} ms`.replace(/\s+/g, " "))));
+    }, timeoutMs);
+  }
+  try {
+    const result = await current.run(where, () => method(params, call));
+    finish({ type: "result", id: message.id, result: result === undefined ? null : result });
+  } catch (error) {
+    finish(errorFrame(message.id, error));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function dispatch(message) {
+  if (message.type === "call") {
+    handleCall(message);
+  } else if (message.type === "result" || message.type === "error") {
+    settleCallback(message);
+  } else if (message.type === "shutdown") {
+    exitHost(0);
+  }
+}
+
+let pending = Buffer.alloc(0);
+// A net.Socket over the pipe is polled by the event loop itself (no thread-pool hop per read).
+const input = new net.Socket({ fd: IN_FD, readable: true, writable: false });
+input.on("data", (chunk) => {
+  pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+  while (pending.length >= 4) {
+    const size = pending.readUInt32BE(0);
+    if (pending.length < 4 + size) break;
+    const body = pending.subarray(4, 4 + size);
+    pending = pending.subarray(4 + size);
+    let message;
+    try {
+      message = JSON.parse(body.toString("utf8"));
+    } catch (error) {
+      log("error", `host: dropped an unreadable frame: ${error.message}`, {});
+      continue;
+    }
+    dispatch(message);
+  }
+});
+// Python closing the channel is the signal to go.
+input.on("end", () => exitHost(0));
+input.on("error", () => exitHost(0));
+
+process.on("unhandledRejection", (reason) => log("error", `unhandled rejection: ${reason?.stack ?? reason}`));
+process.on("uncaughtException", (error) => log("error", `uncaught exception: ${error?.stack ?? error}`));
+
+send({ type: "ready", pid: process.pid, node: process.version });

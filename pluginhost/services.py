@@ -1,0 +1,380 @@
+"""Run plugin code: load a package's entry and handlers, call tools, actions, handlers, validators.
+
+Every function takes a catalogue Manifest (the loader's output), never YAML text. Results are
+plain dataclasses; failures raise pluginhost.errors exceptions with a stable code.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
+
+from .callbacks import HostCallbacks, RefusingCallbacks
+from .errors import PluginCallError
+from .host import NodeHost, get_host
+
+DEFAULT_TOOL_TIMEOUT = 30.0
+DEFAULT_FUNCTION_TIMEOUT = 60.0
+LOAD_TIMEOUT = 15.0
+# Node never frees an imported module; after this many (re)loads a host starts afresh.
+MAX_LOADS_PER_HOST = 500
+DECLARED_KEYS = ("tools", "actions", "services", "hooks", "wires", "forms", "extensions")
+
+
+def rpc_timeout() -> float:
+    """The spec's 30 s action limit; a setting so tests need not wait half a minute."""
+    from django.conf import settings
+
+    return float(getattr(settings, "COVEL_PLUGIN_RPC_TIMEOUT_MS", 30000)) / 1000.0
+
+
+@dataclass(frozen=True)
+class ToolEnvelope:
+    """What a tool returned: content for code, the model's view of it, and the writes it asks for."""
+
+    content: Any
+    model_view: dict[str, Any] | None
+    pending_proposals: list[dict[str, Any]]
+    emitted_events: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "modelView": self.model_view,
+            "pendingProposals": self.pending_proposals,
+            "emittedEvents": self.emitted_events,
+        }
+
+
+@dataclass(frozen=True)
+class FunctionResult:
+    """A function handler's return value, its plugin-data operations and its proposals (unsaved)."""
+
+    result: Any
+    operations: list[dict[str, Any]]
+    proposals: list[dict[str, Any]]
+    emitted_events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str | None:
+        return self.result.get("outcome") if isinstance(self.result, dict) else None
+
+
+@dataclass(frozen=True)
+class ServiceResult:
+    """A service's output and, for a write service, the plugin-data operations it staged."""
+
+    output: Any
+    operations: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class FormVerdict:
+    ok: bool
+    form_error: str | None
+    field_errors: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class LoadedPackage:
+    package: str
+    tools: list[dict[str, Any]]
+    actions: list[str]
+    forms: list[str]
+    runtimes: list[str]
+    extracted: dict[str, list[Any]]
+
+
+# ------------------------------------------------------------------ manifest -> load request
+
+
+def _handler_path(manifest: Manifest, runtime: RuntimeManifest) -> str | None:
+    """The handler file of a function runtime, package-relative; None for an agent runtime."""
+    function = runtime.data.get("function")
+    if function is None:
+        return None
+    root = Path(manifest.path)
+    manifest_dir = (root / runtime.file).parent
+    written = function.get("handler") if isinstance(function, Mapping) else None
+    candidates = []
+    if written:
+        # The loader makes it package-relative; the spec writes it relative to the runtime's
+        # manifest. Try both, package-relative first.
+        candidates += [root / written, manifest_dir / written]
+    else:
+        candidates.append(manifest_dir / "handler.js")
+    for candidate in candidates:
+        if candidate.is_file():
+            return os.path.relpath(candidate, root)
+    return os.path.relpath(candidates[0], root) if written else None
+
+
+def _declared(manifest: Manifest) -> dict[str, list[Any]]:
+    contributes = thaw(manifest.contributes)
+    return {key: list(contributes.get(key) or []) for key in DECLARED_KEYS}
+
+
+def _entry(manifest: Manifest) -> str | None:
+    entry = manifest.entry
+    if entry:
+        return entry
+    default = Path(manifest.path) / "server" / "index.js"
+    return "./server/index.js" if default.is_file() else None
+
+
+def load_request(manifest: Manifest) -> dict[str, Any]:
+    runtimes = []
+    for runtime in manifest.runtimes:
+        handler = _handler_path(manifest, runtime)
+        if handler is None:
+            continue
+        function = thaw(runtime.data.get("function") or {})
+        runtimes.append({"id": runtime.id, "handler": handler, "tools": function.get("tools") or {},
+                         "timeoutMs": function.get("timeoutMs")})
+    return {
+        "package": manifest.id,
+        "root": str(Path(manifest.path).resolve()),
+        "entry": _entry(manifest),
+        "declared": _declared(manifest),
+        "runtimes": runtimes,
+        "singleRuntime": len(manifest.runtimes) == 1,
+        "mode": "run",
+    }
+
+
+_KEY_CACHE: dict[str, tuple[float, Any]] = {}
+_KEY_TTL = 2.0  # seconds; a package edited on disk is picked up this soon, without a scan per call
+
+
+def _load_key(manifest: Manifest) -> Any:
+    """Changes when the package's files change on disk (newest mtime under the folder)."""
+    root = str(Path(manifest.path).resolve())
+    now = time.monotonic()
+    cached = _KEY_CACHE.get(root)
+    if cached and now - cached[0] < _KEY_TTL:
+        return cached[1]
+    newest = 0.0
+    for path in Path(root).rglob("*"):
+        if path.is_file():
+            newest = max(newest, path.stat().st_mtime)
+    key = (root, newest)
+    _KEY_CACHE[root] = (now, key)
+    return key
+
+
+# ------------------------------------------------------------------ services
+
+
+def plugin_load(
+    *,
+    manifest: Manifest,
+    host: NodeHost | None = None,
+    callbacks: HostCallbacks | None = None,
+    force: bool = False,
+) -> LoadedPackage | None:
+    """Load (or reuse) the package in the host; None when it was already loaded and unchanged.
+
+    Raises PluginLoadError: plugin_registration_invalid (with each undeclared or missing item in
+    details), plugin_import_refused, entry_failed, ...
+    """
+    host = host or get_host()
+    key = _load_key(manifest)
+    if not force and host.is_loaded(manifest.id, key):
+        return None
+    host.forget(manifest.id)
+    if host.loads >= MAX_LOADS_PER_HOST:
+        host.restart()
+    host.loads += 1
+    answer = host.request(
+        "load", load_request(manifest), callbacks=callbacks, timeout=LOAD_TIMEOUT, during_load=True
+    )
+    host.mark_loaded(manifest.id, key)
+    return LoadedPackage(
+        package=answer["package"],
+        tools=answer["tools"],
+        actions=answer["actions"],
+        forms=answer["forms"],
+        runtimes=answer["runtimes"],
+        extracted=answer["extracted"],
+    )
+
+
+def _call(
+    manifest: Manifest,
+    host: NodeHost | None,
+    callbacks: HostCallbacks,
+    method: str,
+    params: dict[str, Any],
+    timeout: float,
+) -> Any:
+    """Make sure the package is loaded, then call; a host that restarted in between reloads it."""
+    host = host or get_host()
+    for attempt in (1, 2):
+        plugin_load(manifest=manifest, host=host, callbacks=callbacks)
+        try:
+            return host.request(method, {"package": manifest.id, **params}, callbacks=callbacks, timeout=timeout)
+        except PluginCallError as exc:
+            if exc.code != "package_not_loaded" or attempt == 2:
+                raise
+            host.forget(manifest.id)
+    raise AssertionError("unreachable")
+
+
+def plugin_tool_call(
+    *,
+    manifest: Manifest,
+    tool: str,
+    args: Mapping[str, Any],
+    callbacks: HostCallbacks,
+    context: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    host: NodeHost | None = None,
+) -> ToolEnvelope:
+    """Run one tool. context: sessionId, turnId, runtimeId, locale, world, userSettings, seed.
+
+    Raises ToolFailure (invalid_tool_arguments with per-path details; tool_error with the
+    plugin's code and hint), PluginTimeout, HostCrashed.
+    """
+    answer = _call(
+        manifest, host, callbacks, "tool",
+        {"tool": tool, "args": dict(args), "context": dict(context or {})},
+        timeout or DEFAULT_TOOL_TIMEOUT,
+    )
+    return ToolEnvelope(
+        content=answer["content"],
+        model_view=answer.get("modelView"),
+        pending_proposals=answer.get("pendingProposals") or [],
+        emitted_events=answer.get("emittedEvents") or [],
+    )
+
+
+def plugin_rpc_call(
+    *,
+    manifest: Manifest,
+    action: str,
+    payload: Any,
+    callbacks: HostCallbacks,
+    context: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    host: NodeHost | None = None,
+) -> Any:
+    """Run one RPC action (30 s by default: ctx.signal aborts, later ctx.store calls are refused)."""
+    answer = _call(
+        manifest, host, callbacks, "rpc",
+        {"action": action, "payload": payload, "context": dict(context or {})},
+        timeout or rpc_timeout(),
+    )
+    return answer["value"]
+
+
+def plugin_function_call(
+    *,
+    manifest: Manifest,
+    runtime: str,
+    callbacks: HostCallbacks,
+    context: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    host: NodeHost | None = None,
+) -> FunctionResult:
+    """Run a function runtime's handler with the spec's ctx.
+
+    context: inputs, playerMessage, playerActions, manualPayload, world, userSettings, locale,
+    seed (ctx.random; the same seed draws the same numbers), sourceTurnId, sessionId, turnId.
+    """
+    runtime_manifest = manifest.runtime(runtime)
+    runtime_id = runtime_manifest.id if runtime_manifest else runtime
+    if timeout is None:
+        written = (runtime_manifest.data.get("function") or {}).get("timeoutMs") if runtime_manifest else None
+        timeout = float(written) / 1000.0 if written else DEFAULT_FUNCTION_TIMEOUT
+    answer = _call(
+        manifest, host, callbacks, "function", {"runtime": runtime_id, "context": dict(context or {})}, timeout
+    )
+    return FunctionResult(
+        result=answer["result"],
+        operations=answer.get("operations") or [],
+        proposals=answer.get("proposals") or [],
+        emitted_events=answer.get("emittedEvents") or [],
+    )
+
+
+def plugin_form_validate(
+    *,
+    manifest: Manifest,
+    name: str,
+    values: Mapping[str, Any],
+    data: Any = None,
+    context: Mapping[str, Any] | None = None,
+    timeout: float = 5.0,
+    host: NodeHost | None = None,
+) -> FormVerdict:
+    """Run a form validator (synchronous by rule; no host capabilities)."""
+    answer = _call(
+        manifest, host, RefusingCallbacks(), "validateForm",
+        {"name": name, "values": dict(values), "data": data, "context": dict(context or {})},
+        timeout,
+    )
+    return FormVerdict(ok=answer["ok"], form_error=answer.get("formError"), field_errors=answer.get("fieldErrors") or [])
+
+
+def plugin_service_call(
+    *,
+    manifest: Manifest,
+    contract: str,
+    input: Any,
+    callbacks: HostCallbacks,
+    caller: str | None = None,
+    timeout: float = DEFAULT_TOOL_TIMEOUT,
+    host: NodeHost | None = None,
+) -> ServiceResult:
+    """Call a service the package registered; input and output go through its zod schemas.
+
+    A write service gets ctx.pluginData; its writes come back as operations, not saved.
+    Raises PluginCallError invalid_service_input / invalid_service_output with per-path details.
+    """
+    answer = _call(
+        manifest, host, callbacks, "service", {"contract": contract, "input": input, "callerPluginId": caller}, timeout
+    )
+    return ServiceResult(output=answer["output"], operations=answer.get("operations") or [])
+
+
+def plugin_hook_call(
+    *,
+    manifest: Manifest,
+    event: str,
+    payload: Any,
+    callbacks: HostCallbacks,
+    context: Mapping[str, Any] | None = None,
+    timeout: float = DEFAULT_TOOL_TIMEOUT,
+    host: NodeHost | None = None,
+) -> list[dict[str, Any]]:
+    """Run the package's hooks for one lifecycle event, in registration order; their results."""
+    answer = _call(
+        manifest, host, callbacks, "hook", {"event": event, "payload": payload, "context": dict(context or {})}, timeout
+    )
+    return answer["results"]
+
+
+def plugin_registrations_extract(
+    *, root: Path, entry: str | None, package: str, timeout: float = LOAD_TIMEOUT
+) -> dict[str, list[Any]]:
+    """Run only the entry factory in a fresh host and return what it registered, in order.
+
+    No handler runs and every host capability is refused (covel.http fails the extraction).
+    """
+    host = NodeHost(grace=1.0)
+    try:
+        answer = host.request(
+            "load",
+            {"package": package, "root": str(root.resolve()), "entry": entry, "declared": {}, "runtimes": [], "mode": "extract"},
+            callbacks=RefusingCallbacks(),
+            timeout=timeout,
+            during_load=True,
+        )
+    finally:
+        host.stop()
+    return answer["extracted"]
