@@ -103,6 +103,8 @@ COVEL_WORLD_DIRS = [BASE_DIR / "world-packages", *env_paths("COVEL_WORLD_DIRS")]
 COVEL_SOURCE_PLUGIN_DIRS = [BASE_DIR / "source-plugins", *env_paths("COVEL_SOURCE_PLUGIN_DIRS")]
 # The Covel host version this hub stands in for when checking a package's `covel` range.
 COVEL_HOST_VERSION = env_str("COVEL_HOST_VERSION", "0.1.0")
+# Extra model slot names beyond story, plugin, utility and memory, comma-separated.
+COVEL_MODEL_SLOTS = [s for s in env_str("COVEL_MODEL_SLOTS", "").split(",") if s]
 # Heap cap of each worker's Node plugin host, in MB; a host over it dies and restarts.
 COVEL_PLUGIN_HOST_MEMORY_MB = env_int("COVEL_PLUGIN_HOST_MEMORY_MB", 256)
 # The spec's 30 s limit of an RPC action; tests lower it.

@@ -8,6 +8,7 @@ PY=.venv/bin/python
 $PY manage.py migrate --noinput
 $PY manage.py validate_plugin plugins/*/
 $PY manage.py sync_packages
+$PY manage.py sync_worlds
 
 trap 'kill 0' EXIT INT TERM
 .venv/bin/celery -A config worker --beat --loglevel=info --concurrency=2 &

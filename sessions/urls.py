@@ -1,4 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from sessions import views
 
 app_name = "sessions"
-urlpatterns: list = []
+urlpatterns = [
+    path("<uuid:session_id>/", views.session_detail, name="detail"),
+]

@@ -87,3 +87,8 @@ def browser(chromium_path):
         )
         yield instance
         instance.close()
+    # Code run under Playwright's event loop may open a second database connection; left open
+    # on PostgreSQL it blocks dropping the test database.
+    from django.db import connections
+
+    connections.close_all()

@@ -1,0 +1,320 @@
+"""Writes of the worlds app: indexing world folders, saving presets and player values."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from ruamel.yaml.error import YAMLError
+
+from catalogue.manifest.types import Issue
+from catalogue.models import Package
+from worlds import selectors
+from worlds.fields import FieldError, check_values
+from worlds.models import SessionPluginSettings, World
+from worlds.world_file import WORLD_FILE, WorldFile, read_world, write_plugin_settings
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    from sessions.models import Session
+
+
+class SettingsInvalid(Exception):
+    """Some values did not pass their fields' validation; `errors` lists every one."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__("; ".join(f"{e.key}: {e.message}" for e in errors))
+        self.errors = errors
+
+
+class WorldFileError(Exception):
+    """The world's world.yaml could not be rewritten; nothing was saved."""
+
+
+# --- Indexing world folders -----------------------------------------------------------------
+
+
+@dataclass
+class WorldSyncResult:
+    world_id: str
+    path: str
+    action: str  # created, updated, unchanged, error, duplicate, missing
+    errors: list[Issue] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)
+
+
+@dataclass
+class WorldSyncReport:
+    results: list[WorldSyncResult] = field(default_factory=list)
+
+    def count(self, action: str) -> int:
+        return sum(1 for r in self.results if r.action == action)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(r.errors for r in self.results)
+
+
+def _world_folders(dirs: Iterable[Path]) -> Iterable[Path]:
+    for root in dirs:
+        root = Path(root)
+        if not root.is_dir():
+            continue
+        for child in sorted(root.iterdir()):
+            # Hidden folders and Python caches are never worlds.
+            if child.is_dir() and not child.name.startswith((".", "_")):
+                yield child
+
+
+def _preset_warnings(parsed: WorldFile) -> list[Issue]:
+    """Check the presets against the packages the catalogue holds now.
+
+    Warnings, not errors: the catalogue changes independently of the world file, and a value
+    that does not fit is simply skipped when settings are resolved.
+    """
+    plugins = parsed.data.get("plugins", [])
+    presets = parsed.data.get("pluginSettings", {})
+    packages = selectors.packages_by_id(package_ids={*plugins, *presets})
+    issues: list[Issue] = []
+    for i, plugin_id in enumerate(plugins):
+        if plugin_id not in packages:
+            issues.append(
+                Issue(
+                    WORLD_FILE,
+                    f"/plugins/{i}",
+                    "not-in-catalogue",
+                    f"package {plugin_id!r} is not loaded in the catalogue",
+                )
+            )
+    slots = selectors.model_slots()
+    for plugin_id, values in presets.items():
+        package = packages.get(plugin_id)
+        if package is None:
+            continue
+        checked = check_values(
+            selectors.package_settings_fields(package=package), values, slots=slots
+        )
+        for error in checked.errors:
+            issues.append(
+                Issue(
+                    WORLD_FILE,
+                    f"/pluginSettings/{plugin_id}/{error.key}",
+                    f"preset-{error.code}",
+                    f"{plugin_id}.{error.key} {error.message}",
+                )
+            )
+    return issues
+
+
+def world_sync(*, dirs: Iterable[Path]) -> WorldSyncReport:
+    """Index every world folder under `dirs`: idempotent, one result per folder.
+
+    The first folder with a given ID wins (the bundled world-packages/ is listed first); a
+    world whose file is broken keeps its last good presets but is marked as an error; a world
+    whose folder is gone is marked missing (sessions still point at it).
+    """
+    report = WorldSyncReport()
+    seen: dict[str, str] = {}
+    for folder in _world_folders(dirs):
+        parsed = read_world(folder)
+        if parsed.world_id in seen:
+            issue = Issue(
+                WORLD_FILE,
+                "",
+                "duplicate-id",
+                f"world {parsed.world_id!r} is already indexed from {seen[parsed.world_id]}",
+            )
+            report.results.append(
+                WorldSyncResult(parsed.world_id, str(folder), "duplicate", errors=[issue])
+            )
+            continue
+        seen[parsed.world_id] = str(folder)
+        warnings = list(parsed.warnings)
+        if parsed.ok:
+            warnings += _preset_warnings(parsed)
+        report.results.append(_world_store(parsed, warnings))
+    for world in (
+        World.objects.exclude(source_dir="")
+        .exclude(world_id__in=list(seen))
+        .exclude(state=World.State.MISSING)
+    ):
+        world.state = World.State.MISSING
+        world.save(update_fields=["state", "updated_at"])
+        report.results.append(WorldSyncResult(world.world_id, world.source_dir, "missing"))
+    return report
+
+
+def _world_store(parsed: WorldFile, warnings: list[Issue]) -> WorldSyncResult:
+    errors = [i.as_dict() for i in parsed.errors]
+    warning_dicts = [i.as_dict() for i in warnings]
+    with transaction.atomic():
+        world = World.objects.select_for_update().filter(world_id=parsed.world_id).first()
+        created = world is None
+        if world is None:
+            world = World(world_id=parsed.world_id)
+        wanted: dict[str, Any] = {
+            "source_dir": parsed.path,
+            "content_hash": parsed.content_hash,
+            "errors": errors,
+            "warnings": warning_dicts,
+            "state": World.State.LOADED if parsed.ok else World.State.ERROR,
+        }
+        if parsed.ok:
+            data = parsed.data
+            wanted |= {
+                "name": data.get("name", ""),
+                "description": data.get("description", ""),
+                "author": data.get("author"),
+                "plugins": data.get("plugins", []),
+                "plugin_settings": data.get("pluginSettings", {}),
+            }
+        elif created:
+            wanted["name"] = parsed.world_id
+        changed = [name for name, value in wanted.items() if getattr(world, name) != value]
+        for name in changed:
+            setattr(world, name, wanted[name])
+        if created:
+            world.save()
+        elif changed:
+            world.save(update_fields=[*changed, "updated_at"])
+    if parsed.errors:
+        action = "error"
+    else:
+        action = "created" if created else ("updated" if changed else "unchanged")
+    return WorldSyncResult(parsed.world_id, parsed.path, action, list(parsed.errors), warnings)
+
+
+def world_set_owner(*, world: World, owner: AbstractBaseUser | None) -> World:
+    world.owner = owner
+    world.save(update_fields=["owner", "updated_at"])
+    return world
+
+
+# --- Saving values ----------------------------------------------------------------------------
+
+
+def _checked_changes(
+    *, package: Package, values: Mapping[str, Any], stored: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Validate a {key: value} update (None resets the key); raise with every bad field.
+
+    A null for a stored key the manifest no longer declares is accepted, so stale presets can
+    be cleaned up; any other undeclared key is refused.
+    """
+    if not isinstance(values, Mapping):
+        raise SettingsInvalid([FieldError("", "type", "must be an object {key: value}")])
+    specs = selectors.package_settings_fields(package=package)
+    declared = {spec.key for spec in specs}
+    stale = {k: None for k, v in values.items() if v is None and k in stored and k not in declared}
+    checked = check_values(
+        specs,
+        {k: v for k, v in values.items() if k not in stale},
+        slots=selectors.model_slots(),
+        allow_null=True,
+    )
+    if not checked.ok:
+        raise SettingsInvalid(checked.errors)
+    return {**checked.values, **stale}
+
+
+def _merge(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(current)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def world_plugin_settings_update(
+    *,
+    world: World,
+    package: Package,
+    values: Mapping[str, Any],
+    actor: AbstractBaseUser | AnonymousUser,
+) -> World:
+    """Set (or, with None, reset) some of a world's presets for one package.
+
+    Keys not named keep their preset. The database row and world.yaml change together: if the
+    file cannot be written, nothing is saved.
+    """
+    if not selectors.world_can_edit(world=world, user=actor):
+        raise PermissionDenied(f"you may not edit the presets of world {world.world_id}")
+    stored = selectors.world_values(world=world, package_id=package.package_id)
+    changes = _checked_changes(package=package, values=values, stored=stored)
+    with transaction.atomic():
+        locked = World.objects.select_for_update().get(pk=world.pk)
+        presets = dict(locked.plugin_settings or {})
+        merged = _merge(presets.get(package.package_id) or {}, changes)
+        if merged:
+            presets[package.package_id] = merged
+        else:
+            presets.pop(package.package_id, None)
+        locked.plugin_settings = presets
+        fields = ["plugin_settings", "updated_at"]
+        if locked.source_dir:
+            try:
+                locked.content_hash = write_plugin_settings(
+                    Path(locked.source_dir), package_id=package.package_id, values=merged
+                )
+            except (OSError, ValueError, YAMLError) as exc:
+                raise WorldFileError(
+                    f"cannot write {locked.source_dir}/{WORLD_FILE}: {exc}"
+                ) from exc
+            fields.append("content_hash")
+        locked.save(update_fields=fields)
+    world.plugin_settings = locked.plugin_settings
+    world.content_hash = locked.content_hash
+    return locked
+
+
+def session_plugin_settings_update(
+    *,
+    session: Session,
+    package: Package,
+    values: Mapping[str, Any],
+    actor: AbstractBaseUser | AnonymousUser,
+) -> SessionPluginSettings | None:
+    """Set (or, with None, reset) some of the player's own values for one package."""
+    if not selectors.session_can_edit(session=session, user=actor):
+        raise PermissionDenied("you may not edit the settings of this session")
+    stored = selectors.session_values(session=session, package_id=package.package_id)
+    changes = _checked_changes(package=package, values=values, stored=stored)
+    with transaction.atomic():
+        row, _ = SessionPluginSettings.objects.select_for_update().get_or_create(
+            session=session, package_id=package.package_id
+        )
+        merged = _merge(row.values or {}, changes)
+        if not merged:
+            row.delete()
+            return None
+        row.values = merged
+        row.save(update_fields=["values", "updated_at"])
+    return row
+
+
+def user_settings_for(
+    *, package_id: str, world: World | None = None, session: Session | None = None
+) -> dict[str, Any]:
+    """The resolved settings a runtime of `package_id` receives as ctx.userSettings.
+
+    Each key: the player's session value, else the world's preset, else the manifest default;
+    a key with none of them is left out. A session implies its world. An unknown or unloaded
+    package has no settings: {}.
+    """
+    if session is not None:
+        if world is None:
+            world = session.world
+        elif world.pk != session.world_id:
+            raise ValueError(f"session {session.pk} belongs to another world than {world.world_id}")
+    package = selectors.package_get_loaded(package_id=package_id)
+    if package is None:
+        return {}
+    resolved = selectors.settings_resolve(package=package, world=world, session=session)
+    return {f.field.key: f.value for f in resolved if f.origin != selectors.ORIGIN_UNSET}

@@ -1,0 +1,399 @@
+"""Reading and writing a world folder's world.yaml. Plain Python, no Django.
+
+Reading validates the file and returns every problem as an Issue (file, JSON pointer, code,
+message), like the package loader. Writing changes one plugin's presets with ruamel.yaml's
+round-trip mode, so comments, key order, unknown keys and the rest of the file stay as written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
+from ruamel.yaml.tokens import CommentToken
+
+from catalogue.manifest.types import Issue
+
+WORLD_FILE = "world.yaml"
+ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+KNOWN_KEYS = ("id", "name", "description", "version", "author", "plugins", "pluginSettings")
+AUTHOR_KEYS = ("name", "url", "about", "links")
+NAME_MAX = 200
+DESCRIPTION_MAX = 5_000
+ABOUT_MAX = 2_000
+LINKS_MAX = 6
+# A world file is hand-written text; anything bigger is a mistake, not a world.
+FILE_MAX_BYTES = 1_000_000
+
+
+@dataclass
+class WorldFile:
+    """The verdict on one world folder."""
+
+    world_id: str
+    path: str
+    data: dict[str, Any] = field(default_factory=dict)
+    errors: list[Issue] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)
+    content_hash: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _pointer(*parts: str | int) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def read_world(folder: Path) -> WorldFile:
+    """Parse and validate <folder>/world.yaml; the world's id is the folder's name."""
+    result = WorldFile(world_id=folder.name, path=str(folder))
+
+    def error(path: str, code: str, message: str) -> None:
+        result.errors.append(Issue(WORLD_FILE, path, code, message))
+
+    def warning(path: str, code: str, message: str) -> None:
+        result.warnings.append(Issue(WORLD_FILE, path, code, message))
+
+    if not ID_RE.match(folder.name):
+        error(
+            "",
+            "bad-id",
+            f"folder name {folder.name!r} is not a world ID (lowercase letters, digits and hyphens)",
+        )
+    file = folder / WORLD_FILE
+    try:
+        raw_bytes = file.read_bytes()
+    except FileNotFoundError:
+        error("", "missing-file", f"{folder.name}/{WORLD_FILE} does not exist")
+        return result
+    except OSError as exc:
+        error("", "unreadable", f"cannot read {folder.name}/{WORLD_FILE}: {exc.strerror}")
+        return result
+    result.content_hash = hashlib.sha256(raw_bytes).hexdigest()
+    if len(raw_bytes) > FILE_MAX_BYTES:
+        error("", "too-large", f"is {len(raw_bytes)} bytes; at most {FILE_MAX_BYTES} are read")
+        return result
+    try:
+        text = raw_bytes.decode("utf-8")
+        doc = YAML(typ="safe", pure=True).load(text)
+    except UnicodeDecodeError:
+        error("", "not-utf8", "is not UTF-8 text")
+        return result
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        error("", "yaml-syntax", f"is not valid YAML{where}: {exc.problem or exc.context}")
+        return result
+    except YAMLError as exc:
+        error("", "yaml-syntax", f"is not valid YAML: {exc}")
+        return result
+    if not isinstance(doc, dict):
+        error("", "not-a-mapping", "must be a mapping of keys (name, description, ...)")
+        return result
+
+    for key in doc:
+        if key not in KNOWN_KEYS:
+            # Kept (and preserved on write) so newer tools can add keys; flagged so typos show.
+            warning(_pointer(str(key)), "unknown-field", f"unknown key {key!r} is ignored")
+
+    if "id" in doc and doc["id"] != folder.name:
+        error("/id", "id-mismatch", f"id {doc['id']!r} must equal the folder name {folder.name!r}")
+
+    data: dict[str, Any] = {}
+    for key, limit, required in (("name", NAME_MAX, True), ("description", DESCRIPTION_MAX, True)):
+        value = doc.get(key)
+        if value is None:
+            if required:
+                error(_pointer(key), "required", f"{key} is required")
+            continue
+        if not isinstance(value, str) or not value.strip():
+            error(_pointer(key), "type", f"{key} must be a non-empty string")
+        elif len(value) > limit:
+            error(_pointer(key), "too-long", f"{key} must be at most {limit} characters")
+        else:
+            data[key] = value.strip()
+    if "version" in doc:
+        if isinstance(doc["version"], str | int | float) and not isinstance(doc["version"], bool):
+            data["version"] = str(doc["version"])
+        else:
+            error("/version", "type", "version must be a string")
+
+    data["author"] = _read_author(doc.get("author"), error)
+    data["plugins"] = _read_plugins(doc.get("plugins"), error)
+    data["pluginSettings"] = _read_plugin_settings(doc.get("pluginSettings"), error)
+    for plugin_id in data["pluginSettings"]:
+        if plugin_id not in data["plugins"]:
+            warning(
+                _pointer("pluginSettings", plugin_id),
+                "plugin-not-listed",
+                f"presets for {plugin_id!r}, which is not in plugins",
+            )
+    result.data = data
+    return result
+
+
+def _https(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith("https://") and len(value) > len("https://")
+
+
+def _read_author(value: Any, error: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        error("/author", "type", "author must be a mapping (name, url, about, links)")
+        return None
+    author: dict[str, Any] = {}
+    for key in value:
+        if key not in AUTHOR_KEYS:
+            error(_pointer("author", str(key)), "unknown-field", f"unknown author key {key!r}")
+    name = value.get("name")
+    if not isinstance(name, str) or not name.strip():
+        error("/author/name", "required", "author.name is required and must be a non-empty string")
+    else:
+        author["name"] = name.strip()
+    if "url" in value:
+        if _https(value["url"]):
+            author["url"] = value["url"]
+        else:
+            error("/author/url", "https-only", "author.url must be an https:// address")
+    if "about" in value:
+        about = value["about"]
+        if not isinstance(about, str):
+            error("/author/about", "type", "author.about must be a string")
+        elif len(about) > ABOUT_MAX:
+            error(
+                "/author/about", "too-long", f"author.about must be at most {ABOUT_MAX} characters"
+            )
+        else:
+            author["about"] = about.strip()
+    links = value.get("links")
+    if links is not None:
+        if not isinstance(links, list):
+            error("/author/links", "type", "author.links must be a list")
+        else:
+            if len(links) > LINKS_MAX:
+                error(
+                    "/author/links",
+                    "too-many",
+                    f"author.links has {len(links)} entries; at most {LINKS_MAX}",
+                )
+            author["links"] = []
+            for i, link in enumerate(links[:LINKS_MAX]):
+                where = _pointer("author", "links", i)
+                if not isinstance(link, dict):
+                    error(where, "type", "a link must be a mapping with label and url")
+                    continue
+                label, url = link.get("label"), link.get("url")
+                ok = True
+                if not isinstance(label, str) or not label.strip():
+                    error(where + "/label", "required", "link label is required")
+                    ok = False
+                if not _https(url):
+                    error(where + "/url", "https-only", "link url must be an https:// address")
+                    ok = False
+                for key in link:
+                    if key not in ("label", "url"):
+                        error(
+                            where + _pointer(str(key)), "unknown-field", f"unknown link key {key!r}"
+                        )
+                if ok:
+                    author["links"].append({"label": label.strip(), "url": url})
+    return author
+
+
+def _read_plugins(value: Any, error: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        error("/plugins", "type", "plugins must be a list of package IDs")
+        return []
+    plugins: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not ID_RE.match(item):
+            error(_pointer("plugins", i), "bad-id", f"{item!r} is not a package ID")
+        elif item in plugins:
+            error(_pointer("plugins", i), "duplicate", f"{item!r} is listed twice")
+        else:
+            plugins.append(item)
+    return plugins
+
+
+def _read_plugin_settings(value: Any, error: Any) -> dict[str, dict[str, Any]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        error(
+            "/pluginSettings", "type", "pluginSettings must be a mapping {pluginId: {key: value}}"
+        )
+        return {}
+    presets: dict[str, dict[str, Any]] = {}
+    for plugin_id, values in value.items():
+        where = _pointer("pluginSettings", str(plugin_id))
+        if not isinstance(plugin_id, str) or not ID_RE.match(plugin_id):
+            error(where, "bad-id", f"{plugin_id!r} is not a package ID")
+            continue
+        if values is None:
+            presets[plugin_id] = {}
+            continue
+        if not isinstance(values, dict):
+            error(where, "type", f"pluginSettings.{plugin_id} must be a mapping {{key: value}}")
+            continue
+        clean: dict[str, Any] = {}
+        for key, item in values.items():
+            item_where = where + _pointer(str(key))
+            if not isinstance(key, str):
+                error(item_where, "type", f"setting key {key!r} must be a string")
+            elif item is None or isinstance(item, list | dict):
+                error(item_where, "type", "a preset must be a string, number or boolean")
+            else:
+                clean[key] = item
+        presets[plugin_id] = clean
+    return presets
+
+
+def _round_trip_yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    # Our world files use 2-space mappings and "  - item" lists; never re-wrap long lines.
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    return yaml
+
+
+def write_plugin_settings(folder: Path, *, package_id: str, values: Mapping[str, Any]) -> str:
+    """Replace pluginSettings.<package_id> in <folder>/world.yaml with `values`; return the new hash.
+
+    Keys already in the file keep their place (and their comments); new keys go last; keys not
+    in `values` are removed; an empty preset removes the plugin's entry. Everything else in the
+    file is left as it was. The file is replaced atomically.
+    """
+    file = folder / WORLD_FILE
+    yaml = _round_trip_yaml()
+    doc = yaml.load(file.read_text(encoding="utf-8"))
+    if not isinstance(doc, CommentedMap):
+        raise ValueError(f"{file}: not a mapping")
+    presets = doc.get("pluginSettings")
+    current = presets.get(package_id) if isinstance(presets, CommentedMap) else None
+    if values and isinstance(current, CommentedMap):
+        for key in [k for k in current if k not in values]:
+            _delete_key(current, key)
+        for key, value in values.items():
+            if key in current:
+                current[key] = value
+            else:
+                _append_key(current, key, value)
+    elif values:
+        # Build new maps whole before appending them, so moved comments land after their last line.
+        entry = CommentedMap(values.items())
+        if isinstance(presets, CommentedMap):
+            if package_id in presets:
+                presets[package_id] = entry
+            else:
+                _append_key(presets, package_id, entry)
+        elif "pluginSettings" in doc:  # written but empty (`pluginSettings:`)
+            doc["pluginSettings"] = CommentedMap({package_id: entry})
+        else:
+            _append_key(doc, "pluginSettings", CommentedMap({package_id: entry}))
+    elif isinstance(presets, CommentedMap) and package_id in presets:
+        _delete_key(presets, package_id)
+    buffer = io.StringIO()
+    yaml.dump(doc, buffer)
+    text = buffer.getvalue()
+    _atomic_write(file, text)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ruamel.yaml keeps the comment lines that follow an entry on that entry (the last value of a
+# file carries the file's closing comments). Deleting or appending entries must move those lines,
+# or they vanish with a deleted key or end up above an appended one.
+
+
+def _last_entry(node: Any) -> tuple[Any, Any] | None:
+    """The (container, key) holding the comment after `node`'s last line."""
+    if isinstance(node, CommentedMap) and len(node):
+        key = list(node)[-1]
+        return _last_entry(node[key]) or (node, key)
+    if isinstance(node, CommentedSeq) and len(node):
+        return _last_entry(node[-1]) or (node, len(node) - 1)
+    return None
+
+
+def _comment_slot(container: Any, key: Any) -> list[Any]:
+    """The comment list of an entry; index 2 (maps) or 0 (lists) is the comment after it."""
+    size = 4 if isinstance(container, CommentedMap) else 2
+    return container.ca.items.setdefault(key, [None] * size)
+
+
+def _after_index(container: Any) -> int:
+    return 2 if isinstance(container, CommentedMap) else 0
+
+
+def _detach_following_lines(container: Any, key: Any) -> str:
+    """Remove and return the whole-line comments after an entry (its end-of-line comment stays)."""
+    last = _last_entry(container[key]) or (container, key)
+    slot = last[0].ca.items.get(last[1])
+    index = _after_index(last[0])
+    if not slot or slot[index] is None:
+        return ""
+    token = slot[index]
+    own_line, _, following = token.value.partition("\n")
+    token.value = own_line + "\n" if own_line.strip() else ""
+    if not token.value:
+        slot[index] = None
+    return following
+
+
+def _attach_following_lines(container: Any, key: Any, text: str) -> None:
+    if not text:
+        return
+    last = _last_entry(container[key]) or (container, key)
+    slot = _comment_slot(*last)
+    index = _after_index(last[0])
+    if slot[index] is None:
+        slot[index] = CommentToken("\n" + text, CommentMark(0), None)
+    else:
+        value = slot[index].value
+        slot[index].value = value + ("" if value.endswith("\n") else "\n") + text
+
+
+def _append_key(mapping: CommentedMap, key: str, value: Any) -> None:
+    previous = list(mapping)[-1] if len(mapping) else None
+    moved = _detach_following_lines(mapping, previous) if previous is not None else ""
+    mapping[key] = value
+    _attach_following_lines(mapping, key, moved)
+
+
+def _delete_key(mapping: CommentedMap, key: str) -> None:
+    keys = list(mapping)
+    index = keys.index(key)
+    moved = _detach_following_lines(mapping, key)
+    del mapping[key]
+    mapping.ca.items.pop(key, None)
+    if index > 0:
+        _attach_following_lines(mapping, keys[index - 1], moved)
+
+
+def _atomic_write(file: Path, text: str) -> None:
+    mode = file.stat().st_mode & 0o777
+    fd, tmp = tempfile.mkstemp(prefix=".world-", suffix=".yaml", dir=file.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, file)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
