@@ -1,4 +1,10 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from approvals import views
 
 app_name = "approvals"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.approval_queue, name="queue"),
+    path("<int:request_id>/", views.approval_detail, name="detail"),
+    path("<int:request_id>/decision", views.approval_decision, name="decide"),
+]

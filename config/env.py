@@ -48,7 +48,9 @@ def database_from_url(url: str, *, sqlite_default: Path) -> dict:
             "PASSWORD": unquote(parts.password or ""),
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": 60,
+            # Persistent connections in deployments; the test runs set 0 so no connection
+            # outlives a live-server thread and blocks dropping the test database.
+            "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
             "TEST": {"NAME": None},
         }
     raise ValueError(

@@ -105,6 +105,10 @@ COVEL_SOURCE_PLUGIN_DIRS = [BASE_DIR / "source-plugins", *env_paths("COVEL_SOURC
 COVEL_HOST_VERSION = env_str("COVEL_HOST_VERSION", "0.1.0")
 # Extra model slot names beyond story, plugin, utility and memory, comma-separated.
 COVEL_MODEL_SLOTS = [s for s in env_str("COVEL_MODEL_SLOTS", "").split(",") if s]
+# A PEM CA bundle that replaces the system trust store for covel.http; tests only.
+COVEL_HTTP_CA_BUNDLE = env_str("COVEL_HTTP_CA_BUNDLE", "") or None
+# Largest response body covel.http accepts.
+COVEL_HTTP_MAX_RESPONSE_BYTES = env_int("COVEL_HTTP_MAX_RESPONSE_BYTES", 5 * 1024 * 1024)
 # Heap cap of each worker's Node plugin host, in MB; a host over it dies and restarts.
 COVEL_PLUGIN_HOST_MEMORY_MB = env_int("COVEL_PLUGIN_HOST_MEMORY_MB", 256)
 # The spec's 30 s limit of an RPC action; tests lower it.

@@ -14,7 +14,7 @@ PG_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 RD_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/0}
 if [ "${CI:-}" = "true" ] || $PY scripts/services_up.py "$PG_URL" "$RD_URL"; then
   echo "== suite on PostgreSQL and Redis"
-  DATABASE_URL=$PG_URL REDIS_URL=$RD_URL $PY -m pytest "$@"
+  DATABASE_URL=$PG_URL REDIS_URL=$RD_URL DB_CONN_MAX_AGE=0 $PY -m pytest "$@"
 else
   echo "== PostgreSQL/Redis not reachable here: second pass skipped (CI always runs it)"
 fi

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+
+class ErrorOut(Schema):
+    detail: str
+    code: str
+
+
+class ApprovalFilter(Schema):
+    state: Literal["pending", "approved", "denied", "revoked"] | None = None
+    limit: int = Field(50, ge=1, le=200)
+    offset: int = Field(0, ge=0)
+
+
+class DecisionIn(Schema):
+    decision: Literal["allow", "deny", "revoke"]
+    note: str = Field("", max_length=2000)
+
+
+class JournalEntryOut(Schema):
+    id: int
+    request_id: int
+    package_id: str
+    version: str
+    action: str
+    actor: str
+    note: str
+    permissions: dict[str, Any]
+    permissions_hash: str
+    created_at: datetime
+
+
+class ApprovalOut(Schema):
+    id: int
+    package_id: str
+    version: str
+    state: str
+    is_current: bool
+    content_hash: str
+    permissions: dict[str, Any]
+    permissions_hash: str
+    asks: list[str]
+    baseline_id: int | None
+    baseline_permissions: dict[str, Any] | None
+    diff: dict[str, list[dict[str, Any]]]
+    decided_by: str | None
+    decided_at: datetime | None
+    note: str
+    created_at: datetime
+
+
+class ApprovalDetailOut(ApprovalOut):
+    journal: list[JournalEntryOut]
+
+
+class ApprovalPageOut(Schema):
+    count: int
+    items: list[ApprovalOut]

@@ -1,0 +1,177 @@
+"""Reads of the approvals app: is a package usable, what do staff see."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
+from approvals.permissions import compute_permission_set, describe, diff, is_empty
+from catalogue.models import Package
+
+State = ApprovalRequest.State
+
+
+@dataclass(frozen=True)
+class Usability:
+    usable: bool
+    reason: str  # one sentence a person can act on; "" when usable
+    state: str  # bundled | not-required | approved | pending | denied | revoked | unreviewed | missing | error
+
+
+def package_usability(*, package_id: str, version: str | None = None) -> Usability:
+    """Whether sessions may use the installed package, and why not.
+
+    Bundled packages always may; a community package only when its current permission set is
+    approved, or when it asks for nothing (no server code, no HTTP).
+    """
+    package = Package.objects.filter(package_id=package_id).first()
+    scope = None
+    if package is not None and package.trust != Package.Trust.BUNDLED:
+        scope = (
+            PermissionScope.objects.select_related("request").filter(package_key=package_id).first()
+        )
+    return _usability(package_id, package, scope, version)
+
+
+def packages_usability(*, package_ids: Iterable[str]) -> dict[str, Usability]:
+    """package_usability for many packages in two queries (for the resolver's turn)."""
+    wanted = list(dict.fromkeys(package_ids))
+    rows = {p.package_id: p for p in Package.objects.filter(package_id__in=wanted)}
+    scopes = {
+        s.package_key: s
+        for s in PermissionScope.objects.select_related("request").filter(
+            package_key__in=list(rows)
+        )
+    }
+    return {pid: _usability(pid, rows.get(pid), scopes.get(pid), None) for pid in wanted}
+
+
+def _usability(
+    package_id: str, package: Package | None, scope: PermissionScope | None, version: str | None
+) -> Usability:
+    if package is None:
+        return Usability(False, f"package {package_id} is not installed", "missing")
+    if version is not None and package.version != version:
+        return Usability(
+            False,
+            f"package {package_id} is installed at version {package.version}, not {version}",
+            "missing",
+        )
+    if package.state != Package.State.LOADED:
+        return Usability(False, f"package {package_id} failed to load", "error")
+    if package.trust == Package.Trust.BUNDLED:
+        return Usability(True, "", "bundled")
+    if scope is None or scope.content_hash != package.content_hash:
+        # Not synced through approvals yet: decide from the files, never in the package's favour.
+        permissions = compute_permission_set(
+            package_id=package.package_id,
+            source_dir=package.source_dir,
+            manifest=package.manifest or {},
+        )
+        if is_empty(permissions):
+            return Usability(True, "", "not-required")
+        return Usability(
+            False,
+            f"package {package_id} changed and waits for a staff review of its permissions",
+            "unreviewed",
+        )
+    request = scope.request
+    if request is None:
+        return Usability(True, "", "not-required")
+    if request.state == State.APPROVED:
+        return Usability(True, "", "approved")
+    reasons = {
+        State.PENDING: "waits for a staff member to approve its permissions",
+        State.DENIED: "was denied by staff",
+        State.REVOKED: "had its approval revoked by staff",
+    }
+    reason = reasons.get(request.state, "has no current approval")
+    return Usability(False, f"package {package_id}@{request.version} {reason}", request.state)
+
+
+def package_is_usable(*, package_id: str, version: str | None = None) -> bool:
+    return package_usability(package_id=package_id, version=version).usable
+
+
+def package_unusable_reason(*, package_id: str, version: str | None = None) -> str | None:
+    """None when usable, else the reason (for the resolver's message)."""
+    result = package_usability(package_id=package_id, version=version)
+    return None if result.usable else result.reason
+
+
+def _with_newest(requests: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalRequest]:
+    # The newest request of each package, in the same query: a list page costs the same for 10 or 1000.
+    newest = (
+        ApprovalRequest.objects.filter(package_key=OuterRef("package_key"))
+        .order_by("-id")
+        .values("id")[:1]
+    )
+    return requests.select_related("decided_by", "package").annotate(newest_id=Subquery(newest))
+
+
+def approval_list(*, state: str | None = None) -> QuerySet[ApprovalRequest]:
+    requests = _with_newest(ApprovalRequest.objects.all())
+    if state:
+        requests = requests.filter(state=state)
+    return requests.pending_first()
+
+
+def approval_get(*, request_id: int) -> ApprovalRequest | None:
+    return (
+        ApprovalRequest.objects.select_related("decided_by", "package")
+        .filter(pk=request_id)
+        .first()
+    )
+
+
+def approval_journal(*, package_key: str) -> QuerySet[JournalEntry]:
+    return JournalEntry.objects.filter(package_key=package_key).order_by("created_at", "id")
+
+
+def approval_current(*, package_key: str) -> ApprovalRequest | None:
+    return ApprovalRequest.objects.for_package(package_key).order_by("-id").first()
+
+
+def approval_is_current(*, request: ApprovalRequest) -> bool:
+    """True when staff can still decide on it (it is the newest request and the package is unchanged)."""
+    if request.state == State.SUPERSEDED:
+        return False
+    package = request.package
+    if package is None or package.content_hash != request.content_hash:
+        return False
+    newest_id = getattr(request, "newest_id", None)
+    if newest_id is None:
+        current = approval_current(package_key=request.package_key)
+        newest_id = current.pk if current is not None else None
+    return newest_id == request.pk
+
+
+def approval_view(*, request: ApprovalRequest) -> dict[str, Any]:
+    """Everything a page or API response shows about one request."""
+    return {
+        "request": request,
+        "asks": describe(request.permissions),
+        "diff": diff(request.permissions, request.baseline_permissions),
+        "has_baseline": request.baseline_permissions is not None,
+        "is_current": approval_is_current(request=request),
+    }
+
+
+def package_approval_panel(*, package: Package) -> dict[str, Any]:
+    """The data of the approval panel on a catalogue package page."""
+    if package.trust == Package.Trust.BUNDLED:
+        return {"package": package, "bundled": True}
+    current = approval_current(package_key=package.package_id)
+    usability = package_usability(package_id=package.package_id)
+    context: dict[str, Any] = {
+        "package": package,
+        "bundled": False,
+        "usability": usability,
+        "current": approval_view(request=current) if current is not None else None,
+        "journal": list(approval_journal(package_key=package.package_id).select_related("request")),
+    }
+    return context

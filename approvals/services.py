@@ -1,0 +1,241 @@
+"""Writes of the approvals app: syncing what a package asks for, and staff decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
+from approvals.permissions import compute_permission_set, is_empty, is_within, permission_hash
+from catalogue.models import Package
+
+State = ApprovalRequest.State
+Action = JournalEntry.Action
+
+
+class ApprovalError(Exception):
+    """A decision that cannot be made; code is stable for API clients."""
+
+    code = "approval_error"
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ApprovalScopeChanged(ApprovalError):
+    code = "approval_scope_changed"
+    status = 409
+
+
+class ApprovalStateConflict(ApprovalError):
+    code = "approval_state_conflict"
+    status = 409
+
+
+class ApprovalNotFound(ApprovalError):
+    code = "not_found"
+    status = 404
+
+
+class Decision:
+    """The three staff decisions, as the API and the form spell them."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    REVOKE = "revoke"
+    ALL = (ALLOW, DENY, REVOKE)
+
+
+def package_permission_set(*, package: Package) -> dict[str, Any]:
+    """The permission set of a package row as it is on disk now."""
+    return compute_permission_set(
+        package_id=package.package_id,
+        source_dir=package.source_dir,
+        manifest=package.manifest or {},
+    )
+
+
+def _journal(
+    *, request: ApprovalRequest, action: str, actor: Any = None, note: str = ""
+) -> JournalEntry:
+    return JournalEntry.objects.create(
+        request=request,
+        package_key=request.package_key,
+        version=request.version,
+        action=action,
+        actor=actor,
+        actor_name=actor.get_username() if actor is not None else "Covel Hub (sync)",
+        note=note,
+        permissions=request.permissions,
+        permissions_hash=request.permissions_hash,
+    )
+
+
+def _baseline(*, package_key: str) -> ApprovalRequest | None:
+    """The approval a new version is compared with: the newest approved request.
+
+    A revoke after it cancels it: a revoked package never carries an approval over.
+    """
+    latest = (
+        ApprovalRequest.objects.for_package(package_key)
+        .filter(state__in=[State.APPROVED, State.REVOKED])
+        .order_by("-id")
+        .first()
+    )
+    return latest if latest is not None and latest.state == State.APPROVED else None
+
+
+def _supersede(*, request: ApprovalRequest, reason: str) -> None:
+    request.state = State.SUPERSEDED
+    request.save(update_fields=["state", "updated_at"])
+    _journal(request=request, action=Action.SUPERSEDED, note=reason)
+
+
+def approval_request_sync(*, package: Package) -> None:
+    """Record what a community package asks for after the catalogue saved it.
+
+    No request when it asks for nothing; an approved request ("carried over") when the set is the
+    same as or narrower than the last approval; otherwise a pending request that keeps the last
+    approved set for the side-by-side diff. Calling it again for an unchanged package is a no-op.
+    """
+    if package.trust != Package.Trust.COMMUNITY:
+        # Bundled code is trusted; a package that moved into the bundled folder keeps its history.
+        PermissionScope.objects.filter(package_key=package.package_id).delete()
+        return
+    permissions = package_permission_set(package=package)
+    digest = permission_hash(permissions)
+    key = package.package_id
+    with transaction.atomic():
+        scope = PermissionScope.objects.select_for_update().filter(package_key=key).first()
+        current = (
+            ApprovalRequest.objects.select_for_update().for_package(key).order_by("-id").first()
+        )
+        if is_empty(permissions):
+            if current is not None and current.state == State.PENDING:
+                _supersede(
+                    request=current,
+                    reason=f"version {package.version} asks for no server code and no HTTP access",
+                )
+            request = None
+        elif (
+            current is not None
+            and current.permissions_hash == digest
+            and current.version == package.version
+        ):
+            # Same version, same set (say, a prompt edit): the request and its verdict stand.
+            if current.content_hash != package.content_hash or current.package_id != package.pk:
+                current.content_hash = package.content_hash
+                current.package = package
+                current.save(update_fields=["content_hash", "package", "updated_at"])
+            request = current
+        else:
+            baseline = _baseline(package_key=key)
+            carried = baseline is not None and is_within(permissions, baseline.permissions)
+            request = ApprovalRequest.objects.create(
+                package=package,
+                package_key=key,
+                version=package.version,
+                content_hash=package.content_hash,
+                permissions=permissions,
+                permissions_hash=digest,
+                baseline=baseline,
+                baseline_permissions=baseline.permissions if baseline is not None else None,
+                state=State.APPROVED if carried else State.PENDING,
+                decided_at=timezone.now() if carried else None,
+            )
+            if carried:
+                _journal(
+                    request=request,
+                    action=Action.CARRIED_OVER,
+                    note=(
+                        f"the same as or narrower than the approval of version {baseline.version} "
+                        f"(request #{baseline.pk})"
+                    ),
+                )
+            else:
+                _journal(request=request, action=Action.REQUESTED)
+            if current is not None and current.state == State.PENDING:
+                _supersede(
+                    request=current,
+                    reason=f"replaced by request #{request.pk} for version {package.version}",
+                )
+        values = {
+            "version": package.version,
+            "content_hash": package.content_hash,
+            "permissions": permissions,
+            "permissions_hash": digest,
+            "request": request,
+        }
+        if scope is None:
+            PermissionScope.objects.create(package_key=key, **values)
+        else:
+            for field, value in values.items():
+                setattr(scope, field, value)
+            scope.save()
+
+
+# Which states each decision may start from.
+_TRANSITIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    Decision.ALLOW: ((State.PENDING, State.DENIED, State.REVOKED), State.APPROVED, Action.APPROVED),
+    Decision.DENY: ((State.PENDING,), State.DENIED, Action.DENIED),
+    Decision.REVOKE: ((State.APPROVED,), State.REVOKED, Action.REVOKED),
+}
+
+
+def approval_decide(
+    *, request_id: int, decision: str, actor: Any, note: str = ""
+) -> ApprovalRequest:
+    """A staff decision on the current request of a package.
+
+    Refuses (ApprovalScopeChanged) when the package changed since the request was made: the
+    admin would be approving something other than what they read.
+    """
+    if decision not in Decision.ALL:
+        raise ApprovalError(f"decision must be one of {', '.join(Decision.ALL)}, not {decision!r}")
+    if actor is None or not getattr(actor, "is_staff", False):
+        raise PermissionError("only staff may decide on approval requests")
+    note = (note or "").strip()
+    with transaction.atomic():
+        request = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
+        if request is None:
+            raise ApprovalNotFound(f"approval request {request_id} does not exist")
+        _check_fresh(request=request)
+        allowed_from, new_state, action = _TRANSITIONS[decision]
+        if request.state not in allowed_from:
+            raise ApprovalStateConflict(
+                f"cannot {decision} request #{request.pk}: it is {request.state} "
+                f"({decision} applies to {', '.join(allowed_from)} requests)"
+            )
+        request.state = new_state
+        request.decided_by = actor
+        request.decided_at = timezone.now()
+        request.note = note
+        request.save(update_fields=["state", "decided_by", "decided_at", "note", "updated_at"])
+        _journal(request=request, action=action, actor=actor, note=note)
+    return request
+
+
+def _check_fresh(*, request: ApprovalRequest) -> None:
+    changed = (
+        f"package {request.package_key} changed since request #{request.pk} was made; "
+        "reload and decide on its current request"
+    )
+    if request.state == State.SUPERSEDED:
+        raise ApprovalScopeChanged(changed)
+    package = Package.objects.filter(package_id=request.package_key).first()
+    if package is None:
+        raise ApprovalScopeChanged(f"package {request.package_key} is no longer installed")
+    if package.content_hash != request.content_hash:
+        raise ApprovalScopeChanged(changed)
+    newest = (
+        ApprovalRequest.objects.for_package(request.package_key)
+        .order_by("-id")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if newest != request.pk:
+        raise ApprovalScopeChanged(changed)
