@@ -548,6 +548,17 @@ class StagedWrite:
 
 
 @dataclass(frozen=True)
+class ReadRecord:
+    """One read inside the turn: which runtime read which key, and whose staged writes it saw."""
+
+    runtime: str
+    plugin: str
+    namespace: str
+    key: str
+    saw: tuple[str, ...]  # runtimes whose uncommitted writes were part of the value read
+
+
+@dataclass(frozen=True)
 class Dropped:
     runtime: str
     code: str  # "write-refused" or "read-refused-write"
@@ -587,6 +598,7 @@ class TurnOverlay:
         default_factory=dict
     )  # reader runtime -> runtimes it read from
     owners: dict[str, str] = field(default_factory=dict)  # runtime -> plugin
+    read_log: list[ReadRecord] = field(default_factory=list)  # every read, for the turn's trace
 
     def _dataset(self, plugin: str, namespace: str) -> Dataset | None:
         return self.datasets.get(plugin, {}).get(namespace)
@@ -611,10 +623,20 @@ class TurnOverlay:
             ),
             key=lambda w: (order.get(w.runtime, len(order)), w.seq),
         )
+        sources: list[str] = []
         for write in staged:
-            value = apply_ops(value, write.ops)
-            if record and write.runtime != runtime:
-                self.readers.setdefault(runtime, set()).add(write.runtime)
+            try:
+                value = apply_ops(value, write.ops)
+            except OperationError:
+                # The stored value moved under it (a background commit): the commit will refuse
+                # this write, so the reader sees the value without it and depends on nothing.
+                continue
+            if write.runtime != runtime and write.runtime not in sources:
+                sources.append(write.runtime)
+        if record:
+            if sources:
+                self.readers.setdefault(runtime, set()).update(sources)
+            self.read_log.append(ReadRecord(runtime, plugin, namespace, key, tuple(sources)))
         return value
 
     def get(self, *, runtime: str, plugin: str, namespace: str, key: str) -> Any:

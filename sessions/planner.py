@@ -332,7 +332,6 @@ def plan_turn(
     dependents: dict[str, list[str]] = {}
     missing: dict[str, tuple[str, str]] = {}  # runtime -> (input name, contract)
     package_contracts = {p["contract"] for m in manifests for p in m.provides}
-    stage_rank = {s: i for i, s in enumerate((*STAGES, MANUAL_STAGE))}
     for rid in sorted(scheduled, key=sort_key):
         planned = scheduled[rid]
         ups: list[str] = []
@@ -348,10 +347,9 @@ def plan_turn(
             if other is None:
                 continue
             dependents.setdefault(upstream, []).append(rid)
+            # An upstream in a later stage sets no order; its gate finds it has not run yet.
             if other.stage == planned.stage and upstream not in ups:
                 ups.append(upstream)
-            elif stage_rank[other.stage] > stage_rank[planned.stage] and kind in ("needs", "input"):
-                pass  # the gate will find it has not run yet
         edges[rid] = sorted(ups, key=sort_key)
         scheduled[rid] = replace(planned, gates=tuple(gates), upstream=tuple(edges[rid]))
 
