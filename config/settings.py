@@ -109,6 +109,10 @@ COVEL_MODEL_SLOTS = [s for s in env_str("COVEL_MODEL_SLOTS", "").split(",") if s
 COVEL_HTTP_CA_BUNDLE = env_str("COVEL_HTTP_CA_BUNDLE", "") or None
 # Largest response body covel.http accepts.
 COVEL_HTTP_MAX_RESPONSE_BYTES = env_int("COVEL_HTTP_MAX_RESPONSE_BYTES", 5 * 1024 * 1024)
+# The configuration source plugins read (every_from, config_reads); Go duration strings.
+COVEL_SOURCE_CONFIG: dict = {}
+# A source job's run limit when its manifest names no timeout.
+COVEL_SOURCE_JOB_TIMEOUT = env_str("COVEL_SOURCE_JOB_TIMEOUT", "60s")
 # Heap cap of each worker's Node plugin host, in MB; a host over it dies and restarts.
 COVEL_PLUGIN_HOST_MEMORY_MB = env_int("COVEL_PLUGIN_HOST_MEMORY_MB", 256)
 # The spec's 30 s limit of an RPC action; tests lower it.

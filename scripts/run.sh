@@ -9,6 +9,7 @@ $PY manage.py migrate --noinput
 $PY manage.py validate_plugin plugins/*/
 $PY manage.py sync_packages
 $PY manage.py sync_worlds
+$PY manage.py sync_sources
 
 trap 'kill 0' EXIT INT TERM
 .venv/bin/celery -A config worker --beat --loglevel=info --concurrency=2 &

@@ -1,0 +1,42 @@
+"""Source plugins (plugin.toml): a plain library with no Django import.
+
+The loader checks a plugin folder, the codec spells its unit keys and addresses, durations
+reads Go durations, fold compares keys like Go's strings.EqualFold.
+"""
+
+from sources.manifest.codec import Codec, CodecError, Resolved
+from sources.manifest.durations import DurationError, parse_duration
+from sources.manifest.fold import equal_fold
+from sources.manifest.loader import (
+    MANIFEST,
+    JobSpec,
+    SourceLoadResult,
+    SourceManifest,
+    binary_path,
+    check_manifest,
+    content_hash,
+    load_source_plugin,
+    view_id_clashes,
+    view_id_clashes_by_views,
+    with_issues,
+)
+
+__all__ = [
+    "MANIFEST",
+    "Codec",
+    "CodecError",
+    "DurationError",
+    "JobSpec",
+    "Resolved",
+    "SourceLoadResult",
+    "SourceManifest",
+    "binary_path",
+    "check_manifest",
+    "content_hash",
+    "equal_fold",
+    "load_source_plugin",
+    "parse_duration",
+    "view_id_clashes",
+    "view_id_clashes_by_views",
+    "with_issues",
+]

@@ -1,0 +1,26 @@
+"""Celery tasks of the sources app: each takes an id (or nothing), and calls a service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from sources import services
+
+# How often beat looks for due source jobs; a job is late by at most this much.
+DISPATCH_EVERY_SECONDS = 5.0
+DISPATCH_ENTRY = "sources-dispatch-jobs"
+
+
+@shared_task(name="sources.dispatch_jobs", ignore_result=True)
+def source_jobs_dispatch() -> int:
+    return len(services.source_jobs_dispatch())
+
+
+@shared_task(name="sources.run_job", ignore_result=True, acks_late=True)
+def source_job_run(run_id: int) -> str:
+    run = services.source_job_run_execute(run_id=run_id)
+    return run.outcome if run is not None else "gone"
+
+
+def beat_entry() -> dict:
+    return {"task": "sources.dispatch_jobs", "schedule": DISPATCH_EVERY_SECONDS}
