@@ -4,6 +4,8 @@ Public API:
     load_package(path, *, host_version=HOST_VERSION) -> LoadResult
     Issue, Manifest, RuntimeManifest, LoadResult
 """
+
+from catalogue.manifest.loader import HOST_VERSION, load_package
 from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest
 
-__all__ = ["Issue", "LoadResult", "Manifest", "RuntimeManifest"]
+__all__ = ["HOST_VERSION", "Issue", "LoadResult", "Manifest", "RuntimeManifest", "load_package"]

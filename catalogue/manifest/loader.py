@@ -1,0 +1,443 @@
+"""load_package: read one package folder, validate it completely and build its Manifest.
+
+Never raises on bad input and never runs plugin code. Every problem becomes an Issue, and all
+of them are collected in one pass. See docs/loader.md for the rules and their codes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from catalogue.manifest import rules, schema
+from catalogue.manifest.context import PLUGIN_FILE, Context, RuntimeDoc
+from catalogue.manifest.frontmatter import YAML_CODES, Parsed, parse_yaml, split_markdown
+from catalogue.manifest.normalise import normalise_package, normalise_runtime
+from catalogue.manifest.pointer import pointer
+from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest, freeze
+
+HOST_VERSION = "0.1.0"
+# A manifest file larger than this is refused before it is read (the prompt body included).
+MAX_FILE_BYTES = 1024 * 1024
+RUNTIMES_DIR = "runtimes"
+RUNTIME_FILE = "RUNTIME.md"
+LOCALES_DIR = "locales"
+LOCALE = r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*"
+_PLUGIN_VARIANT = re.compile(rf"^PLUGIN\.({LOCALE})\.md$")
+_RUNTIME_VARIANT = re.compile(rf"^RUNTIME\.({LOCALE})\.md$")
+_LOCALE_FILE = re.compile(rf"^({LOCALE})\.(?:ya?ml|json)$")
+_HASH_SKIP = {"node_modules", ".git"}
+# Schema findings that a more specific rule reports at the same place (or just below it).
+_VALUE_CODES = {
+    "pattern-mismatch",
+    "out-of-range",
+    "too-many-items",
+    "duplicate-items",
+    "invalid-format",
+    "invalid-key",
+    "too-short",
+}
+
+
+def load_package(path: str | os.PathLike[str], *, host_version: str = HOST_VERSION) -> LoadResult:
+    """Validate the package folder at path. Always returns a LoadResult."""
+    root = Path(os.path.abspath(path))
+    folder = root.name
+    loader = _Loader(root, host_version)
+    try:
+        manifest = loader.run()
+    except Exception as exc:  # noqa: BLE001 - a loader bug must still give a verdict
+        if not loader.merged:
+            loader.ctx.errors[:0] = [*loader.reader_issues, *loader.schema_issues]
+        loader.ctx.errors.append(
+            Issue(
+                loader.current_file,
+                "",
+                "internal-error",
+                f"the loader failed: {type(exc).__name__}: {exc}",
+            )
+        )
+        manifest = None
+    try:
+        content_hash = package_hash(root) if root.is_dir() else ""
+    except OSError:
+        content_hash = ""
+    ctx = loader.ctx
+    raw = loader.raw
+    written_id = raw.get("id") if isinstance(raw, dict) else None
+    return LoadResult(
+        path=str(root),
+        package_id=written_id if isinstance(written_id, str) and written_id else folder,
+        manifest=manifest if not ctx.errors else None,
+        errors=tuple(ctx.errors),
+        warnings=tuple(ctx.warnings),
+        raw=freeze(raw) if isinstance(raw, dict) else None,
+        content_hash=content_hash,
+    )
+
+
+def package_hash(root: Path) -> str:
+    """sha256 over the sorted package-relative paths and their bytes (node_modules/.git skipped).
+
+    Symbolic links contribute their target text, never the bytes behind them, and special
+    files (FIFOs, devices) only their names: hashing must not block or leave the package.
+    """
+    digest = hashlib.sha256()
+    found: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in _HASH_SKIP)
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            found.append((Path(os.path.relpath(full, root)).as_posix(), full))
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                found.append((Path(os.path.relpath(full, root)).as_posix(), full))
+    for relative, full in sorted(found):
+        info = os.lstat(full)
+        digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
+        if stat.S_ISLNK(info.st_mode):
+            digest.update(b"link:" + os.readlink(full).encode("utf-8", "surrogateescape"))
+        elif stat.S_ISREG(info.st_mode):
+            digest.update(str(info.st_size).encode() + b"\0")
+            with open(full, "rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 16), b""):
+                    digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+class _Loader:
+    def __init__(self, root: Path, host_version: str) -> None:
+        self.root = root
+        self.host_version = host_version
+        self.current_file = PLUGIN_FILE
+        self.raw: Any = None
+        real_root = os.path.realpath(root)
+        self.ctx = Context(root=root, real_root=real_root, package_id=root.name, data={})
+        self.schema_issues: list[Issue] = []
+        # Findings of the YAML reader; they come first in the verdict.
+        self.reader_issues: list[Issue] = []
+        self.merged = False
+        self.locales: list[str] = []
+        self.instruction_locales: list[str] = []
+
+    # ------------------------------------------------------------ reading files
+
+    def read(self, relative: str, *, require_frontmatter: bool = True) -> Parsed | None:
+        """Read and split one manifest file; None (with an error) when it cannot be read."""
+        self.current_file = relative
+        full = os.path.join(self.root, *relative.split("/"))
+        real = os.path.realpath(full)
+        ctx = self.ctx
+        if not (real == ctx.real_root or real.startswith(ctx.real_root + os.sep)):
+            ctx.error(
+                relative,
+                "",
+                "path-escapes",
+                f"{relative} leads outside the package through a symbolic link",
+            )
+            return None
+        if not os.path.isfile(full):
+            ctx.error(relative, "", "file-unreadable", f"{relative} is not a regular file")
+            return None
+        try:
+            with open(full, "rb") as handle:
+                raw = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            ctx.error(
+                relative, "", "file-unreadable", f"{relative} cannot be read: {exc.strerror or exc}"
+            )
+            return None
+        if len(raw) > MAX_FILE_BYTES:
+            ctx.error(
+                relative, "", "file-too-large", f"{relative} is larger than {MAX_FILE_BYTES} bytes"
+            )
+            return None
+        parsed = split_markdown(raw, relative, require_frontmatter=require_frontmatter)
+        self.reader_issues.extend(parsed.issues)
+        return parsed
+
+    def mapping(self, parsed: Parsed, relative: str) -> dict[str, Any] | None:
+        if parsed.data is None:
+            return {} if parsed.has_frontmatter and not parsed.issues else None
+        if not isinstance(parsed.data, dict):
+            self.ctx.error(
+                relative,
+                "",
+                "frontmatter-not-mapping",
+                f"the frontmatter must be a mapping of fields, not {schema.json_type(parsed.data)}",
+            )
+            return None
+        return parsed.data
+
+    # ------------------------------------------------------------ the pass
+
+    def run(self) -> Manifest | None:
+        ctx = self.ctx
+        root = self.root
+        if not root.is_dir():
+            ctx.error("", "", "package-not-found", f"{root} is not a folder")
+            return None
+        if not (root / PLUGIN_FILE).exists() and not (root / PLUGIN_FILE).is_symlink():
+            ctx.error(
+                PLUGIN_FILE, "", "plugin-md-missing", "the package has no PLUGIN.md at its root"
+            )
+            return None
+        parsed = self.read(PLUGIN_FILE)
+        data = self.mapping(parsed, PLUGIN_FILE) if parsed else None
+        self.raw = data
+        ctx.data = data if isinstance(data, dict) else {}
+        written_id = ctx.data.get("id")
+        if isinstance(written_id, str) and written_id:
+            ctx.package_id = written_id
+        if data is not None:
+            self.schema_issues.extend(schema.validate("plugin", data, file=PLUGIN_FILE))
+        self.current_file = PLUGIN_FILE
+        self.collect_runtimes(parsed)
+        self.collect_locales()
+        self.current_file = PLUGIN_FILE
+        if data is not None:
+            rules.check_package(ctx, folder=root.name, host_version=self.host_version)
+        for rt in ctx.runtimes:
+            self.current_file = rt.file
+            rules.check_runtime(ctx, rt)
+        self.current_file = PLUGIN_FILE
+        rules.check_graph(ctx)
+        self.merge_schema_issues()
+        self.drop_echoes_of_refused_values()
+        if ctx.errors or data is None:
+            return None
+        return self.build(parsed)
+
+    def collect_runtimes(self, parsed: Parsed | None) -> None:
+        ctx = self.ctx
+        package_id = ctx.package_id
+        inline = ctx.data.get("runtime")
+        runtimes_dir = self.root / RUNTIMES_DIR
+        folders = (
+            sorted(
+                p.name for p in runtimes_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
+            )
+            if runtimes_dir.is_dir()
+            else []
+        )
+        if "runtime" in ctx.data and folders:
+            ctx.error(
+                PLUGIN_FILE,
+                "/runtime",
+                "runtime-both-forms",
+                "a package has either an inline runtime in PLUGIN.md or runtimes/<id>/RUNTIME.md files, not both",
+            )
+        if isinstance(inline, dict):
+            ctx.runtimes.append(
+                RuntimeDoc(
+                    id=package_id,
+                    qualified_id=package_id,
+                    file=PLUGIN_FILE,
+                    base="/runtime",
+                    data=inline,
+                    body=parsed.body if parsed else "",
+                    rel_dir="",
+                )
+            )
+        for name in folders:
+            relative = f"{RUNTIMES_DIR}/{name}/{RUNTIME_FILE}"
+            self.current_file = relative
+            if not rules.PACKAGE_ID.match(name) or len(name) > rules.MAX_ID_LENGTH:
+                ctx.error(
+                    relative,
+                    "",
+                    "runtime-id-syntax",
+                    f"the runtime folder name {name!r} is not a valid runtime ID: lowercase letters, digits and single hyphens",
+                )
+            if not os.path.lexists(os.path.join(self.root, RUNTIMES_DIR, name, RUNTIME_FILE)):
+                ctx.error(
+                    relative, "", "runtime-file-missing", f"runtimes/{name}/ has no {RUNTIME_FILE}"
+                )
+                continue
+            runtime_parsed = self.read(relative)
+            if runtime_parsed is None:
+                continue
+            runtime_data = self.mapping(runtime_parsed, relative)
+            if runtime_data is None:
+                continue
+            self.schema_issues.extend(schema.validate("runtime", runtime_data, file=relative))
+            ctx.runtimes.append(
+                RuntimeDoc(
+                    id=name,
+                    qualified_id=f"{package_id}/{name}",
+                    file=relative,
+                    base="",
+                    data=runtime_data,
+                    body=runtime_parsed.body,
+                    rel_dir=f"{RUNTIMES_DIR}/{name}",
+                )
+            )
+            self.scan_variants(f"{RUNTIMES_DIR}/{name}", _RUNTIME_VARIANT, "runtime-locale")
+
+    def collect_locales(self) -> None:
+        self.scan_variants("", _PLUGIN_VARIANT, "locale")
+        locales_dir = self.root / LOCALES_DIR
+        if locales_dir.is_dir():
+            for entry in sorted(locales_dir.iterdir()):
+                match = _LOCALE_FILE.match(entry.name)
+                if not match or not entry.is_file():
+                    continue
+                relative = f"{LOCALES_DIR}/{entry.name}"
+                self.current_file = relative
+                self.check_locale_file(relative)
+                self.add_locale(match.group(1), instructions=False)
+
+    def scan_variants(self, rel_dir: str, pattern: re.Pattern[str], kind: str) -> None:
+        folder = self.root / rel_dir if rel_dir else self.root
+        for entry in sorted(folder.iterdir()):
+            match = pattern.match(entry.name)
+            if not match:
+                continue
+            relative = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            parsed = self.read(relative, require_frontmatter=False)
+            if parsed is None:
+                continue
+            data = self.mapping(parsed, relative) if parsed.has_frontmatter else None
+            if data:
+                self.schema_issues.extend(schema.validate(kind, data, file=relative))
+                if kind == "locale":
+                    rules.check_locale(self.ctx, data, file=relative)
+            self.add_locale(match.group(1), instructions=bool(parsed.body.strip()))
+
+    def check_locale_file(self, relative: str) -> None:
+        """locales/<locale>.yaml|json: translated text per manifest file, parsed as safely as frontmatter."""
+        full = os.path.join(self.root, *relative.split("/"))
+        real = os.path.realpath(full)
+        if not real.startswith(self.ctx.real_root + os.sep):
+            self.ctx.error(
+                relative,
+                "",
+                "path-escapes",
+                f"{relative} leads outside the package through a symbolic link",
+            )
+            return
+        try:
+            with open(full, "rb") as handle:
+                raw = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            self.ctx.error(
+                relative, "", "file-unreadable", f"{relative} cannot be read: {exc.strerror or exc}"
+            )
+            return
+        if len(raw) > MAX_FILE_BYTES:
+            self.ctx.error(
+                relative, "", "file-too-large", f"{relative} is larger than {MAX_FILE_BYTES} bytes"
+            )
+            return
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.ctx.error(
+                relative, "", "not-utf8", f"the file is not valid UTF-8 (byte {exc.start})"
+            )
+            return
+        issues: list[Issue] = []
+        # JSON is YAML, so one safe parser reads both.
+        data = parse_yaml(text.removeprefix("\ufeff"), relative, issues)
+        self.reader_issues.extend(issues)
+        if data is None:
+            return
+        if not isinstance(data, dict):
+            self.ctx.error(
+                relative, "", "frontmatter-not-mapping", "a locale file must be a mapping"
+            )
+            return
+        # One section per manifest file, holding that file's translated text.
+        runtime_files = {rt.file for rt in self.ctx.runtimes if rt.file != PLUGIN_FILE}
+        for section, texts in data.items():
+            where = pointer([section])
+            if section == PLUGIN_FILE:
+                self.schema_issues.extend(
+                    schema.validate("locale", texts, file=relative, base=where)
+                )
+                rules.check_locale(self.ctx, texts, file=relative, base=where)
+            elif section in runtime_files:
+                self.schema_issues.extend(
+                    schema.validate("runtime-locale", texts, file=relative, base=where)
+                )
+            else:
+                self.ctx.error(
+                    relative,
+                    where,
+                    "locale-section-unknown",
+                    f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md)",
+                )
+
+    def add_locale(self, locale: str, *, instructions: bool) -> None:
+        if locale not in self.locales:
+            self.locales.append(locale)
+        if instructions and locale not in self.instruction_locales:
+            self.instruction_locales.append(locale)
+
+    def merge_schema_issues(self) -> None:
+        ctx = self.ctx
+        rule_paths = {(i.file, i.path) for i in ctx.errors}
+        kept = []
+        for issue in self.schema_issues:
+            if issue.code in _VALUE_CODES and any(
+                file == issue.file and (path == issue.path or path.startswith(issue.path + "/"))
+                for file, path in rule_paths
+            ):
+                continue  # the rule's message is the more precise one
+            kept.append(issue)
+        ctx.errors[:0] = [*self.reader_issues, *kept]
+        self.merged = True
+
+    def drop_echoes_of_refused_values(self) -> None:
+        """A value the YAML reader refused is read as null; do not report that null again."""
+        ctx = self.ctx
+        refused = {(i.file, i.path) for i in ctx.errors if i.code in YAML_CODES and i.path}
+        if not refused:
+            return
+        ctx.errors[:] = [
+            i
+            for i in ctx.errors
+            if i.code in YAML_CODES
+            or not any(
+                i.file == f and (i.path == p or i.path.startswith(p + "/")) for f, p in refused
+            )
+        ]
+
+    # ------------------------------------------------------------ the result
+
+    def build(self, parsed: Parsed | None) -> Manifest:
+        ctx = self.ctx
+        single = len(ctx.runtimes) == 1
+        normalised = [normalise_runtime(ctx, rt, single=single) for rt in ctx.runtimes]
+        data = normalise_package(ctx, normalised)
+        runtimes = tuple(
+            RuntimeManifest(
+                id=rt.id,
+                qualified_id=rt.qualified_id,
+                file=rt.file,
+                prompt=rt.body,
+                data=freeze(norm),
+            )
+            for rt, norm in zip(ctx.runtimes, normalised, strict=True)
+        )
+        text = ["en", *sorted(loc for loc in self.locales if loc != "en")]
+        has_prompt = bool(ctx.runtimes) or bool(parsed and parsed.body.strip())
+        instructions = (["en"] if has_prompt else []) + sorted(
+            loc for loc in self.instruction_locales if loc != "en"
+        )
+        return Manifest(
+            id=ctx.package_id,
+            path=str(self.root),
+            data=freeze(data),
+            body=parsed.body if parsed else "",
+            runtimes=runtimes,
+            locales=tuple(self.locales),
+            languages=MappingProxyType({"text": tuple(text), "instructions": tuple(instructions)}),
+        )
