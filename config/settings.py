@@ -132,7 +132,7 @@ if REDIS_URL:
 else:
     # A broker made of folders: the web process and the worker share it with no server running.
     _broker_dir = VAR_DIR / "celery-broker"
-    for _sub in ("out", "processed"):
+    for _sub in ("out", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -140,6 +140,8 @@ else:
         "data_folder_out": str(_broker_dir / "out"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # Broadcast exchanges (worker control) live here too, not in the current directory.
+        "control_folder": str(_broker_dir / "control"),
     }
 # The job row in the database is the truth about a job; Celery results are not kept.
 CELERY_TASK_IGNORE_RESULT = True
