@@ -1,3 +1,10 @@
+"""The catalogue index: one row per installed package folder, plus child rows for what players
+and admins ask about (contracts, runtimes, tools, settings, permissions ...).
+
+Child rows are derived from the normalised manifest and rebuilt in bulk whenever the package's
+content changes, so they never need migrations of their own data.
+"""
+
 from __future__ import annotations
 
 from django.db import models
@@ -22,6 +29,11 @@ class Package(models.Model):
         LOADED = "loaded", "Loaded"
         ERROR = "error", "Error"
 
+    class Source(models.TextChoices):
+        BUNDLED = "bundled", "Bundled"
+        USER = "user", "User folder"
+        COMMUNITY = "community", "Community folder"
+
     package_id = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=20, default="plugin")
     version = models.CharField(max_length=100, default="0.0.0")
@@ -38,6 +50,27 @@ class Package(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # --- Added by the catalogue (0002) ---
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.BUNDLED)
+    # The host version the package was validated against: a host upgrade re-parses everything.
+    host_version = models.CharField(max_length=100, blank=True)
+    author_name = models.CharField(max_length=300, blank=True)
+    author_url = models.CharField(max_length=2000, blank=True)
+    author_about = models.TextField(blank=True)
+    license = models.CharField(max_length=200, blank=True)
+    homepage = models.CharField(max_length=2000, blank=True)
+    covel_range = models.CharField(max_length=200, blank=True)
+    entry = models.CharField(max_length=500, blank=True)
+    prompt_summary = models.TextField(blank=True)
+    # Lower-cased text the database search scans: id, name, description, tags, author, contracts.
+    search_text = models.TextField(blank=True)
+    # Lower-cased display name, so an exact-name match ranks first on SQLite and PostgreSQL alike.
+    name_key = models.CharField(max_length=300, blank=True, db_index=True)
+    # Folders that declared the same package id but lost to this one (see docs/catalogue.md).
+    shadowed = models.JSONField(default=list)
+    # When the package's content last changed (updated_at also moves on bookkeeping writes).
+    indexed_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
     objects = PackageQuerySet.as_manager()
 
     class Meta:
@@ -45,3 +78,247 @@ class Package(models.Model):
 
     def __str__(self) -> str:
         return f"{self.package_id}@{self.version}"
+
+    @property
+    def name(self) -> str:
+        return self.display_name or self.package_id
+
+    @property
+    def is_valid(self) -> bool:
+        return self.state == self.State.LOADED
+
+
+class Contract(models.Model):
+    """A versioned contract ID such as narrative-engine@2; @1 and @2 are different rows."""
+
+    contract_id = models.CharField(max_length=200, unique=True)
+
+    class Meta:
+        ordering = ["contract_id"]
+
+    def __str__(self) -> str:
+        return self.contract_id
+
+
+class PackagePart(models.Model):
+    """Base of every child row: which package it belongs to and its order in the manifest."""
+
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+        ordering = ["position"]
+
+
+class PackageContract(PackagePart):
+    class Relation(models.TextChoices):
+        PROVIDES = "provides", "Provides"
+        REQUIRES = "requires", "Requires"
+        CONFLICTS = "conflicts", "Conflicts with"
+
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="contract_links")
+    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="package_links")
+    relation = models.CharField(max_length=20, choices=Relation.choices)
+    is_default = models.BooleanField(default=False)  # provides only: the default provider
+
+    class Meta(PackagePart.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["package", "contract", "relation"], name="catalogue_unique_contract_link"
+            )
+        ]
+        indexes = [models.Index(fields=["contract", "relation"])]
+
+
+class PackageTag(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="tags")
+    tag = models.CharField(max_length=200, db_index=True)
+    derived = models.BooleanField(default=False)  # ui:* and cost:* tags the loader worked out
+
+    class Meta(PackagePart.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["package", "tag"], name="catalogue_unique_tag")
+        ]
+
+
+class ExternalLink(PackagePart):
+    """An address a package declares (homepage, author url, author links): the only ones the
+    confirmation page will show, so it can never become an open redirect."""
+
+    class Kind(models.TextChoices):
+        HOMEPAGE = "homepage", "Homepage"
+        AUTHOR = "author", "Author's page"
+        AUTHOR_LINK = "author-link", "Author link"
+
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="links")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    label = models.CharField(max_length=300)
+    url = models.CharField(max_length=2000)
+
+
+class Runtime(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="runtimes")
+    runtime_id = models.CharField(max_length=200)
+    qualified_id = models.CharField(max_length=300)
+    file = models.CharField(max_length=500)
+    description = models.TextField(blank=True)
+    kind = models.CharField(max_length=20)  # agent | function
+    stage = models.CharField(max_length=20, blank=True)
+    trigger = models.CharField(max_length=20, default="auto")  # auto | manual | event
+    trigger_topic = models.CharField(max_length=200, blank=True)
+    model_slot = models.CharField(max_length=100, blank=True)
+    visibility = models.CharField(max_length=20, default="system")
+    output_contract = models.CharField(max_length=200, blank=True)
+    background = models.BooleanField(default=False)
+    subagent_only = models.BooleanField(default=False)
+    detached = models.BooleanField(default=False)
+    settle = models.BooleanField(default=False)
+    max_settle_wait_ms = models.PositiveIntegerField(null=True, blank=True)
+    max_queue_ms = models.PositiveIntegerField(null=True, blank=True)
+    max_execution_ms = models.PositiveIntegerField(null=True, blank=True)
+    prompt = models.TextField(blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta(PackagePart.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["package", "runtime_id"], name="catalogue_unique_runtime"
+            )
+        ]
+
+
+class Tool(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=200)
+
+
+class Action(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="actions")
+    name = models.CharField(max_length=200)
+
+
+class Command(PackagePart):
+    """A player slash command (/name) and the RPC action it invokes."""
+
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="commands")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    action = models.CharField(max_length=200)
+    aliases = models.JSONField(default=list)
+    context = models.JSONField(default=list)
+
+
+class CommandArgument(PackagePart):
+    command = models.ForeignKey(Command, on_delete=models.CASCADE, related_name="arguments")
+    name = models.CharField(max_length=200)
+    type = models.CharField(max_length=20, default="string")
+    description = models.TextField(blank=True)
+    required = models.BooleanField(default=False)
+    variadic = models.BooleanField(default=False)
+    choices = models.JSONField(default=list)
+
+
+class ActionKind(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="action_kinds")
+    name = models.CharField(max_length=200)
+    label = models.CharField(max_length=300, blank=True)
+    icon = models.CharField(max_length=100, blank=True)
+    placeholder = models.CharField(max_length=500, blank=True)
+    roles = models.JSONField(default=list)
+    text = models.CharField(max_length=20, default="optional")
+    actor = models.BooleanField(default=True)
+    schema = models.CharField(max_length=500, blank=True)
+
+
+class Service(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="services")
+    contract = models.CharField(max_length=200)
+    access = models.CharField(max_length=10, default="read")
+    model_facing = models.BooleanField(default=False)
+
+
+class Extension(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="extensions")
+    point = models.CharField(max_length=200)
+    extension_id = models.CharField(max_length=200)
+    order = models.IntegerField(default=0)
+    slot = models.CharField(max_length=200, blank=True)
+    watch = models.JSONField(default=list)
+    preview = models.JSONField(default=list)
+
+
+class Hook(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="hooks")
+    event = models.CharField(max_length=40)
+    enforce = models.CharField(max_length=10, default="normal")
+
+
+class Event(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="events")
+    topic = models.CharField(max_length=200)
+    schema = models.CharField(max_length=500, blank=True)
+    description = models.TextField(blank=True)
+    advertise = models.BooleanField(default=True)
+
+
+class Setting(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="settings")
+    key = models.CharField(max_length=200)
+    type = models.CharField(max_length=20)
+    label = models.CharField(max_length=300, blank=True)
+    description = models.TextField(blank=True)
+    default = models.JSONField(null=True, blank=True)
+    has_default = models.BooleanField(default=False)  # null is a legitimate default value
+    min = models.FloatField(null=True, blank=True)
+    max = models.FloatField(null=True, blank=True)
+    step = models.FloatField(null=True, blank=True)
+
+
+class SettingOption(PackagePart):
+    setting = models.ForeignKey(Setting, on_delete=models.CASCADE, related_name="options")
+    value = models.CharField(max_length=300)
+    label = models.CharField(max_length=300, blank=True)
+
+
+class Dataset(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    schema = models.CharField(max_length=500, blank=True)
+    key = models.CharField(max_length=200, blank=True)
+    ops = models.JSONField(default=list)
+    tools = models.JSONField(default=list)
+    description = models.TextField(blank=True)
+
+
+class DataNamespace(PackagePart):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="data_namespaces")
+    namespace = models.CharField(max_length=200)
+    schema = models.CharField(max_length=500, blank=True)
+    description = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=1)
+    accepts = models.JSONField(default=list)
+    authoring = models.JSONField(null=True, blank=True)
+    search_field = models.CharField(max_length=200, blank=True)
+
+
+class UISpec(PackagePart):
+    class Placement(models.TextChoices):
+        VIEW = "view", "Full-column view"
+        RIGHT = "right", "Right-panel tab"
+        MESSAGE = "message", "Message block"
+        SEGMENT = "segment", "Story segment template"
+
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="ui_specs")
+    placement = models.CharField(max_length=20, choices=Placement.choices)
+    path = models.CharField(max_length=500)
+
+
+class HttpPermission(PackagePart):
+    """An HTTPS origin (and methods) a package's own code, or one of its runtimes, may reach."""
+
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="http_permissions")
+    runtime = models.ForeignKey(
+        Runtime, on_delete=models.CASCADE, null=True, blank=True, related_name="http_permissions"
+    )
+    origin = models.CharField(max_length=500)
+    methods = models.JSONField(default=list)  # empty: the host's default methods

@@ -1,4 +1,11 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from catalogue import views
 
 app_name = "catalogue"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.package_list, name="list"),
+    path("sync/", views.package_resync, name="sync"),
+    path("packages/<str:package_id>/", views.package_detail, name="detail"),
+    path("packages/<str:package_id>/links/<int:link_id>/", views.package_link, name="link"),
+]

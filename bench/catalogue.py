@@ -1,0 +1,188 @@
+"""Catalogue benchmark: index 1,000 generated packages, re-sync unchanged, re-sync with 10
+changed, then time GET /api/packages?q=... over them (p50/p95).
+
+Run from the checkout:  .venv/bin/python bench/catalogue.py [--packages 1000] [--requests 300]
+It uses a throw-away SQLite database and plugin folder in a temp directory (DATABASE_URL is
+honoured when set, to measure PostgreSQL instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+WORDS = [
+    "dice",
+    "weather",
+    "story",
+    "quest",
+    "inventory",
+    "map",
+    "music",
+    "combat",
+    "notes",
+    "lore",
+]
+STAGES = ["setup", "pre-turn", "narrative", "post-turn", "audit"]
+
+
+def package_text(n: int, revision: int = 0) -> str:
+    word = WORDS[n % len(WORDS)]
+    stage = STAGES[n % len(STAGES)]
+    runtime = "function: {}" if n % 3 == 0 else "agent:\n    history: { maxTurns: 2 }"
+    detached = (
+        ", detached: { settle: true, maxSettleWaitMs: 5000 }"
+        if stage in ("post-turn", "audit")
+        else ""
+    )
+    return f"""---
+version: 1.{revision}.{n % 7}
+displayName: {word.title()} helper {n}
+description: Keeps track of {word} for the story, revision {revision}. Package number {n}.
+tags: [mode:{word}, data:{WORDS[(n + 3) % len(WORDS)]}]
+author:
+  name: Author {n % 40}
+  url: https://author{n % 40}.example.com
+  links:
+    - {{ label: Community, url: "https://example.com/c/{n}" }}
+provides:
+  - {{ contract: {word}-engine@{1 + n % 2}, default: {str(n < 10).lower()} }}
+requires: [narrative-engine@2]
+contributes:
+  settings:
+    - {{ key: level, type: select, label: Level, default: low, options: [{{ value: low, label: Low }}, {{ value: high, label: High }}] }}
+    - {{ key: note, type: text, label: Note }}
+  data:
+    records{n}:
+      schema: ./schemas/record.schema.json
+runtime:
+  schedule: {{ stage: {stage}{detached} }}
+  {runtime}
+---
+Track {word} facts and keep them short. (revision {revision})
+"""
+
+
+def write_package(root: Path, n: int, revision: int = 0) -> None:
+    folder = root / f"pkg-{n:04d}"
+    (folder / "schemas").mkdir(parents=True, exist_ok=True)
+    (folder / "schemas" / "record.schema.json").write_text('{"type": "object"}')
+    if n % 3 == 0:
+        (folder / "handler.js").write_text(
+            "export default async function handler(ctx) { return {}; }\n"
+        )
+    (folder / "PLUGIN.md").write_text(package_text(n, revision))
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packages", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=300)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="covel-bench-catalogue-"))
+    try:
+        run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
+    bundled, empty = work / "plugins", work / "empty"
+    bundled.mkdir()
+    empty.mkdir()
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "COVEL_VAR_DIR": str(work / "var"),
+            "COVEL_BUNDLED_PLUGINS_DIR": str(bundled),
+            "COVEL_USER_PLUGINS_DIR": str(empty),
+            "COVEL_COMMUNITY_PLUGIN_DIRS": "",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+
+    from catalogue.models import Package
+    from catalogue.services import packages_sync
+
+    settings.ALLOWED_HOSTS = ["*"]
+    call_command("migrate", verbosity=0)
+    print(f"database: {connection.vendor}; packages: {args.packages}; folder: {bundled}")
+
+    for n in range(args.packages):
+        write_package(bundled, n)
+
+    def timed(label: str) -> float:
+        start = time.perf_counter()
+        summary = packages_sync()
+        elapsed = time.perf_counter() - start
+        print(f"{label:<28} {elapsed * 1000:9.1f} ms   {summary.line()}")
+        return elapsed
+
+    first = timed("first index")
+    assert Package.objects.count() == args.packages
+    unchanged = timed("re-sync, nothing changed")
+    for n in range(0, args.packages, max(1, args.packages // 10))[:10]:
+        write_package(bundled, n, revision=1)
+    changed = timed("re-sync, 10 changed")
+    print(
+        f"unchanged / first = {unchanged / first:.1%} (target < 10%); 10 changed / first = {changed / first:.1%}"
+    )
+
+    client = Client()
+    queries = [
+        "dice",
+        "weather helper",
+        "quest",
+        "helper 42",
+        "pkg-0500",
+        "story",
+        "engine@2",
+        "author 7",
+        "zzz",
+        "lore",
+    ]
+    client.get("/api/packages", {"q": "warm-up"})
+    timings: list[float] = []
+    for i in range(args.requests):
+        start = time.perf_counter()
+        response = client.get("/api/packages", {"q": queries[i % len(queries)]})
+        timings.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, response.content
+    p50, p95 = statistics.median(timings), percentile(timings, 0.95)
+    print(
+        f"GET /api/packages?q=... x{args.requests}: p50 {p50:.1f} ms, p95 {p95:.1f} ms (target p50 < 50 ms)"
+    )
+    detail = []
+    for i in range(50):
+        start = time.perf_counter()
+        assert client.get(f"/api/packages/pkg-{(i * 7) % args.packages:04d}").status_code == 200
+        detail.append((time.perf_counter() - start) * 1000)
+    print(
+        f"GET /api/packages/{{id}} x50: p50 {statistics.median(detail):.1f} ms, p95 {percentile(detail, 0.95):.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

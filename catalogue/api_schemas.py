@@ -1,0 +1,289 @@
+"""API schemas of the catalogue (django-ninja / pydantic). Field names follow the manifest's
+camelCase, so the API and the PLUGIN.md a player may read use the same words."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+from catalogue.selectors import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+
+
+class PackageListQuery(Schema):
+    q: str = Field("", max_length=200, description="Words to search; exact id/name matches first.")
+    tag: list[str] = Field(
+        default_factory=list, description="Repeatable; every tag must match (AND)."
+    )
+    kind: Literal["plugin", "core"] | None = None
+    source: Literal["bundled", "user", "community"] | None = None
+    cost: Literal["llm", "function", "none"] | None = Field(
+        None,
+        description="llm: a runtime is an agent; function: a runtime runs code; none: neither.",
+    )
+    contract: str | None = Field(None, description="Only packages that provide this contract ID.")
+    state: Literal["loaded", "error"] | None = None
+    sort: Literal["relevance", "name", "updated"] | None = Field(
+        None, description="Defaults to relevance with q, otherwise name."
+    )
+    page: int = Field(1, ge=1)
+    page_size: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+
+
+class AuthorBriefOut(Schema):
+    name: str
+    url: str | None = None
+
+
+class ProvidedOut(Schema):
+    contract: str
+    default: bool
+
+
+class PackageItemOut(Schema):
+    id: str
+    displayName: str
+    description: str
+    kind: str
+    version: str
+    source: str
+    trust: str
+    state: str
+    tags: list[str]
+    author: AuthorBriefOut | None
+    provides: list[ProvidedOut]
+    requires: list[str]
+    updatedAt: str | None
+
+
+class PackageListOut(Schema):
+    items: list[PackageItemOut]
+    count: int
+
+
+class LinkOut(Schema):
+    id: int
+    kind: str
+    label: str
+    url: str
+    confirmUrl: str = Field(description="The confirmation page that shows the full address.")
+
+
+class AuthorOut(Schema):
+    name: str
+    url: str | None
+    urlConfirm: str | None
+    about: str
+    links: list[LinkOut]
+
+
+class HomepageOut(Schema):
+    url: str
+    confirmUrl: str
+
+
+class TagDetailOut(Schema):
+    tag: str
+    derived: bool
+
+
+class SettingOptionOut(Schema):
+    value: str
+    label: str
+
+
+class SettingOut(Schema):
+    key: str
+    type: str
+    label: str
+    description: str
+    default: Any = None
+    hasDefault: bool
+    min: float | None
+    max: float | None
+    step: float | None
+    options: list[SettingOptionOut]
+
+
+class HttpPermissionOut(Schema):
+    runtime: str | None
+    origin: str
+    methods: list[str]
+
+
+class PermissionsOut(Schema):
+    http: list[HttpPermissionOut]
+    summary: list[str] = Field(description="The permissions in plain language.")
+
+
+class RuntimeOut(Schema):
+    id: str
+    qualifiedId: str
+    file: str
+    description: str
+    kind: Literal["agent", "function"]
+    stage: str | None
+    trigger: str
+    topic: str | None
+    modelSlot: str | None
+    visibility: str
+    outputContract: str | None
+    background: bool
+    subagentOnly: bool
+    detached: bool
+    settle: bool
+    maxSettleWaitMs: int | None
+    maxQueueMs: int | None
+    maxExecutionMs: int | None
+    limits: list[str]
+    concealed: bool
+    promptSummary: str
+
+
+class StageOut(Schema):
+    stage: str
+    runtimes: list[RuntimeOut]
+
+
+class ArgumentOut(Schema):
+    name: str
+    type: str
+    description: str
+    required: bool
+    variadic: bool
+    choices: list[str]
+
+
+class CommandOut(Schema):
+    name: str
+    description: str
+    action: str
+    aliases: list[str]
+    context: list[str]
+    arguments: list[ArgumentOut]
+
+
+class ActionKindOut(Schema):
+    name: str
+    label: str
+    icon: str | None
+    placeholder: str | None
+    roles: list[str]
+    text: str
+    actor: bool
+    schema_: str | None = Field(None, alias="schema")
+
+
+class ServiceOut(Schema):
+    contract: str
+    access: str
+    modelFacing: bool
+
+
+class ExtensionOut(Schema):
+    point: str
+    id: str
+    order: int
+    slot: str | None
+    watch: list[str]
+    preview: list[str]
+
+
+class HookOut(Schema):
+    event: str
+    enforce: str
+
+
+class EventOut(Schema):
+    topic: str
+    schema_: str = Field(alias="schema")
+    description: str
+    advertise: bool
+
+
+class DatasetOut(Schema):
+    name: str
+    schema_: str = Field(alias="schema")
+    key: str | None
+    ops: list[str]
+    tools: list[str]
+    description: str
+
+
+class DataNamespaceOut(Schema):
+    namespace: str
+    schema_: str = Field(alias="schema")
+    description: str
+    version: int
+    accepts: list[str]
+    authoring: dict[str, Any] | None
+    searchField: str | None
+
+
+class UISpecOut(Schema):
+    placement: str
+    path: str
+
+
+class IssueOut(Schema):
+    file: str
+    path: str
+    code: str
+    message: str
+
+
+class ContractProvidersOut(Schema):
+    contract: str
+    providers: list[str]
+
+
+class PackageCardOut(PackageItemOut):
+    license: str | None
+    homepage: HomepageOut | None
+    covel: str | None
+    entry: str | None
+    promptSummary: str
+    tagDetails: list[TagDetailOut]
+    author: AuthorOut | None  # type: ignore[assignment]
+    conflicts: list[str]
+    requiresProviders: list[ContractProvidersOut] = Field(
+        description="For each required contract, the installed valid packages that provide it."
+    )
+    settings: list[SettingOut]
+    permissions: PermissionsOut
+    runtimes: list[RuntimeOut]
+    stages: list[StageOut] = Field(
+        description="Runtimes by stage: setup, pre-turn, narrative, post-turn, audit, on-demand."
+    )
+    tools: list[str]
+    actions: list[str]
+    commands: list[CommandOut]
+    actionKinds: list[ActionKindOut]
+    services: list[ServiceOut]
+    extensions: list[ExtensionOut]
+    hooks: list[HookOut]
+    events: list[EventOut]
+    datasets: list[DatasetOut]
+    dataNamespaces: list[DataNamespaceOut]
+    ui: list[UISpecOut]
+    errors: list[IssueOut]
+    warnings: list[IssueOut]
+    shadowed: list[dict[str, str]]
+    manifest: dict[str, Any] = Field(
+        description="The normalised manifest (raw frontmatter when invalid)."
+    )
+
+
+class TagCountOut(Schema):
+    tag: str
+    count: int
+
+
+class ContractOut(Schema):
+    contract: str
+    providers: list[str]
+    default: str | None
+
+
+class ErrorOut(Schema):
+    detail: str

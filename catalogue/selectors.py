@@ -1,0 +1,552 @@
+"""Reads of the catalogue: filtered package lists, facets, contracts and the package card.
+
+Every read prefetches its child rows, so a page costs the same number of queries for 2 or
+2,000 packages (the tests assert it).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Prefetch, QuerySet
+from django.urls import reverse
+
+from catalogue.models import (
+    Command,
+    Contract,
+    HttpPermission,
+    Package,
+    PackageContract,
+    PackageTag,
+    Runtime,
+    Setting,
+)
+from catalogue.search import package_search_backend
+from catalogue.text import prompt_summary
+
+SORTS = ("relevance", "name", "updated")
+COSTS = ("llm", "function", "none")
+STAGES = ("setup", "pre-turn", "narrative", "post-turn", "audit")
+DEFAULT_SETTLE_WAIT_MS = 60000  # the spec's default maxSettleWaitMs
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+LIST_DEFERRED = (
+    "manifest",
+    "errors",
+    "warnings",
+    "search_text",
+    "author_about",
+    "prompt_summary",
+    "shadowed",
+)
+
+
+@dataclass(frozen=True)
+class PackageFilters:
+    q: str = ""
+    tags: tuple[str, ...] = ()
+    kind: str = ""
+    source: str = ""
+    cost: str = ""
+    contract: str = ""
+    state: str = ""
+    sort: str = ""
+
+    @property
+    def effective_sort(self) -> str:
+        if self.sort in SORTS:
+            return self.sort
+        return "relevance" if self.q.strip() else "name"
+
+
+@dataclass
+class PackagePage:
+    items: list[Package]
+    count: int
+    page: int
+    page_size: int
+    num_pages: int
+    facets: list[dict[str, Any]] = field(default_factory=list)
+
+
+def package_queryset(*, filters: PackageFilters) -> QuerySet[Package]:
+    """The packages matching filters, ordered by the chosen sort (unevaluated)."""
+    qs = package_search_backend().search(queryset=Package.objects.all(), query=filters.q)
+    for tag in dict.fromkeys(filters.tags):  # AND: each tag narrows the result
+        qs = qs.filter(pk__in=PackageTag.objects.filter(tag=tag).values("package_id"))
+    if filters.kind:
+        qs = qs.filter(kind=filters.kind)
+    if filters.source:
+        qs = qs.filter(source=filters.source)
+    if filters.state:
+        qs = qs.filter(state=filters.state)
+    if filters.cost in ("llm", "function"):
+        qs = qs.filter(
+            pk__in=PackageTag.objects.filter(tag=f"cost:{filters.cost}").values("package_id")
+        )
+    elif filters.cost == "none":
+        qs = qs.exclude(
+            pk__in=PackageTag.objects.filter(tag__startswith="cost:").values("package_id")
+        )
+    if filters.contract:
+        qs = qs.filter(
+            pk__in=PackageContract.objects.filter(
+                contract__contract_id=filters.contract, relation=PackageContract.Relation.PROVIDES
+            ).values("package_id")
+        )
+    order = {
+        "relevance": ("-rank", "name_key", "package_id"),
+        "name": ("name_key", "package_id"),
+        "updated": ("-indexed_at", "package_id"),
+    }[filters.effective_sort]
+    return qs.order_by(*order)
+
+
+def _list_prefetches() -> list[Prefetch]:
+    return [
+        Prefetch("tags", queryset=PackageTag.objects.order_by("derived", "position")),
+        Prefetch(
+            "contract_links",
+            queryset=PackageContract.objects.select_related("contract").order_by(
+                "relation", "position"
+            ),
+        ),
+    ]
+
+
+def package_page(
+    *,
+    filters: PackageFilters,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    facets: bool = False,
+) -> PackagePage:
+    """One page of packages (with tags and contracts prefetched) and the total count."""
+    page_size = max(1, min(page_size, MAX_PAGE_SIZE))
+    qs = package_queryset(filters=filters)
+    count = qs.count()
+    num_pages = max(1, -(-count // page_size))
+    page = max(1, page)
+    start = (page - 1) * page_size
+    # A list item never needs the big columns (the manifest above all): leave them in the database.
+    slim = qs.defer(*LIST_DEFERRED).prefetch_related(*_list_prefetches())
+    items = list(slim[start : start + page_size]) if start < count else []
+    result = PackagePage(
+        items=items, count=count, page=page, page_size=page_size, num_pages=num_pages
+    )
+    if facets:
+        result.facets = tag_counts(queryset=qs)
+    return result
+
+
+def tag_counts(*, queryset: QuerySet[Package] | None = None) -> list[dict[str, Any]]:
+    """[{"tag", "count"}] over queryset (every package when None), most used first."""
+    tags = PackageTag.objects.all()
+    if queryset is not None:
+        tags = tags.filter(package__in=queryset.order_by().values("pk"))
+    rows = (
+        tags.values("tag").annotate(count=Count("package", distinct=True)).order_by("-count", "tag")
+    )
+    return [{"tag": r["tag"], "count": r["count"]} for r in rows]
+
+
+def contract_providers() -> list[dict[str, Any]]:
+    """Every contract with its providers and its default provider (None when none is marked)."""
+    links = (
+        PackageContract.objects.filter(relation=PackageContract.Relation.PROVIDES)
+        .select_related("contract", "package")
+        .only("is_default", "contract__contract_id", "package__package_id")
+        .order_by("contract__contract_id", "package__package_id")
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for link in links:
+        entry = found.setdefault(
+            link.contract.contract_id,
+            {"contract": link.contract.contract_id, "providers": [], "default": None},
+        )
+        entry["providers"].append(link.package.package_id)
+        if link.is_default and entry["default"] is None:
+            entry["default"] = link.package.package_id
+    return list(found.values())
+
+
+def contract_ids() -> list[str]:
+    return list(
+        Contract.objects.filter(package_links__relation="provides")
+        .distinct()
+        .values_list("contract_id", flat=True)
+    )
+
+
+def package_providers_of(*, contract_id: str) -> QuerySet[Package]:
+    """Who provides narrative-engine@2? One query."""
+    return Package.objects.filter(
+        contract_links__contract__contract_id=contract_id,
+        contract_links__relation=PackageContract.Relation.PROVIDES,
+    )
+
+
+def providers_by_contract(*, contract_ids: list[str]) -> dict[str, list[str]]:
+    """{contract: [ids of loaded packages providing it]} in one query."""
+    found: dict[str, list[str]] = {c: [] for c in contract_ids}
+    if not contract_ids:
+        return found
+    rows = (
+        PackageContract.objects.filter(
+            relation=PackageContract.Relation.PROVIDES,
+            contract__contract_id__in=contract_ids,
+            package__state=Package.State.LOADED,
+        )
+        .values_list("contract__contract_id", "package__package_id")
+        .order_by("package__package_id")
+    )
+    for contract, package_id in rows:
+        found[contract].append(package_id)
+    return found
+
+
+def package_get(*, package_id: str) -> Package | None:
+    """One package with every child row prefetched (a fixed number of queries)."""
+    return (
+        Package.objects.filter(package_id=package_id)
+        .prefetch_related(
+            *_list_prefetches(),
+            "links",
+            Prefetch("runtimes", queryset=Runtime.objects.order_by("position")),
+            Prefetch("http_permissions", queryset=HttpPermission.objects.select_related("runtime")),
+            "tools",
+            "actions",
+            Prefetch("commands", queryset=Command.objects.prefetch_related("arguments")),
+            "action_kinds",
+            "services",
+            "extensions",
+            "hooks",
+            "events",
+            Prefetch("settings", queryset=Setting.objects.prefetch_related("options")),
+            "datasets",
+            "data_namespaces",
+            "ui_specs",
+        )
+        .first()
+    )
+
+
+# --- The card: everything the detail page shows, as plain data ------------------------------
+
+
+def package_summary(package: Package) -> dict[str, Any]:
+    """The list item: a package with prefetched tags and contract links."""
+    links = list(package.contract_links.all())
+    return {
+        "id": package.package_id,
+        "displayName": package.name,
+        "description": package.description,
+        "kind": package.kind,
+        "version": package.version,
+        "source": package.source,
+        "trust": package.trust,
+        "state": package.state,
+        "tags": [t.tag for t in package.tags.all()],
+        "author": {"name": package.author_name, "url": package.author_url or None}
+        if package.author_name
+        else None,
+        "provides": [
+            {"contract": c.contract.contract_id, "default": c.is_default}
+            for c in links
+            if c.relation == "provides"
+        ],
+        "requires": [c.contract.contract_id for c in links if c.relation == "requires"],
+        "updatedAt": package.indexed_at.isoformat() if package.indexed_at else None,
+    }
+
+
+def _ms(value: int | None) -> str:
+    if value is None:
+        return ""
+    return f"{value / 1000:g} s" if value >= 1000 else f"{value} ms"
+
+
+def _runtime_card(runtime: Runtime) -> dict[str, Any]:
+    settle_wait = (
+        runtime.max_settle_wait_ms
+        if runtime.max_settle_wait_ms is not None
+        else DEFAULT_SETTLE_WAIT_MS
+    )
+    io = runtime.data.get("io") if isinstance(runtime.data, dict) else None
+    concealed = bool(io.get("concealed")) if isinstance(io, dict) else False
+    limits = []
+    if runtime.detached and runtime.settle:
+        limits.append(f"the next action waits for it up to {_ms(settle_wait)}")
+    if runtime.max_queue_ms is not None:
+        limits.append(f"queued at most {_ms(runtime.max_queue_ms)}")
+    if runtime.max_execution_ms is not None:
+        limits.append(f"runs at most {_ms(runtime.max_execution_ms)}")
+    return {
+        "id": runtime.runtime_id,
+        "qualifiedId": runtime.qualified_id,
+        "file": runtime.file,
+        "description": runtime.description,
+        "kind": runtime.kind,
+        "stage": runtime.stage or None,
+        "trigger": runtime.trigger,
+        "topic": runtime.trigger_topic or None,
+        "modelSlot": runtime.model_slot or None,
+        "visibility": runtime.visibility,
+        "outputContract": runtime.output_contract or None,
+        "background": runtime.background,
+        "subagentOnly": runtime.subagent_only,
+        "detached": runtime.detached,
+        "settle": runtime.settle,
+        "maxSettleWaitMs": settle_wait if runtime.detached and runtime.settle else None,
+        "maxQueueMs": runtime.max_queue_ms,
+        "maxExecutionMs": runtime.max_execution_ms,
+        "limits": limits,
+        "concealed": concealed,
+        # Agents only; a concealed runtime's prompt is removed from API results (spec).
+        "promptSummary": prompt_summary(runtime.prompt)
+        if runtime.kind == "agent" and not concealed
+        else "",
+    }
+
+
+def runtimes_by_stage(runtimes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runtimes grouped in stage order; manual, event and sub-agent runtimes come last."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for runtime in runtimes:
+        groups[runtime["stage"] if runtime["stage"] in STAGES else "on-demand"].append(runtime)
+    return [{"stage": s, "runtimes": groups[s]} for s in (*STAGES, "on-demand") if groups.get(s)]
+
+
+def _methods(methods: list[str]) -> str:
+    return ", ".join(methods) + " requests" if methods else "requests"
+
+
+def permissions_in_plain_language(package: Package, runtimes: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    if package.trust == Package.Trust.COMMUNITY:
+        lines.append("Community code: staff must approve it before any session can use it.")
+    else:
+        lines.append("Bundled with Covel Hub: trusted.")
+    if package.entry:
+        lines.append(f"Runs its own JavaScript code ({package.entry}) inside the plugin host.")
+    for perm in package.http_permissions.all():
+        if perm.runtime_id is None:
+            lines.append(f"Its code may send {_methods(perm.methods)} to {perm.origin}.")
+        else:
+            lines.append(
+                f"Runtime {perm.runtime.runtime_id} may send {_methods(perm.methods)} to {perm.origin}."
+            )
+    slots = sorted({r["modelSlot"] for r in runtimes if r["kind"] == "agent" and r["modelSlot"]})
+    if slots:
+        lines.append(
+            f"Calls a language model (model slot: {', '.join(slots)}), which may cost money."
+        )
+    namespaces = [d.namespace for d in package.data_namespaces.all()] + [
+        d.name for d in package.datasets.all()
+    ]
+    if namespaces:
+        lines.append(f"Keeps its own data in the session: {', '.join(namespaces)}.")
+    writers = [s.contract for s in package.services.all() if s.access == "write"]
+    if writers:
+        lines.append(f"Lets other packages change its data through: {', '.join(writers)}.")
+    if any(r["detached"] for r in runtimes):
+        lines.append("Runs some work in the background after a turn ends.")
+    if any(r["concealed"] for r in runtimes):
+        lines.append("Handles hidden content that players are not shown.")
+    hooks = [h.event for h in package.hooks.all()]
+    if hooks:
+        lines.append(f"Hooks into session events: {', '.join(hooks)}.")
+    return lines
+
+
+def package_card(package: Package) -> dict[str, Any]:
+    """Everything the detail page shows, as JSON-ready data (package from package_get)."""
+    runtimes = [_runtime_card(r) for r in package.runtimes.all()]
+    contract_links = list(package.contract_links.all())
+    links = [
+        {
+            "id": link.pk,
+            "kind": link.kind,
+            "label": link.label,
+            "url": link.url,
+            "confirmUrl": reverse("catalogue:link", args=[package.package_id, link.pk]),
+        }
+        for link in package.links.all()
+    ]
+    card = package_summary(package)
+    card.update(
+        {
+            "license": package.license or None,
+            "homepage": next(
+                (
+                    {"url": x["url"], "confirmUrl": x["confirmUrl"]}
+                    for x in links
+                    if x["kind"] == "homepage"
+                ),
+                None,
+            ),
+            "covel": package.covel_range or None,
+            "entry": package.entry or None,
+            "promptSummary": package.prompt_summary,
+            "tagDetails": [{"tag": t.tag, "derived": t.derived} for t in package.tags.all()],
+            "author": {
+                "name": package.author_name,
+                "url": package.author_url or None,
+                "urlConfirm": next((x["confirmUrl"] for x in links if x["kind"] == "author"), None),
+                "about": package.author_about,
+                "links": [x for x in links if x["kind"] == "author-link"],
+            }
+            if package.author_name or links
+            else None,
+            "conflicts": [
+                c.contract.contract_id for c in contract_links if c.relation == "conflicts"
+            ],
+            # Who could satisfy each requirement: the player's first question before play.
+            "requiresProviders": [
+                {"contract": contract, "providers": providers}
+                for contract, providers in providers_by_contract(
+                    contract_ids=[
+                        c.contract.contract_id for c in contract_links if c.relation == "requires"
+                    ]
+                ).items()
+            ],
+            "settings": [
+                {
+                    "key": s.key,
+                    "type": s.type,
+                    "label": s.label,
+                    "description": s.description,
+                    "default": s.default,
+                    "hasDefault": s.has_default,
+                    "min": s.min,
+                    "max": s.max,
+                    "step": s.step,
+                    "options": [{"value": o.value, "label": o.label} for o in s.options.all()],
+                }
+                for s in package.settings.all()
+            ],
+            "permissions": {
+                "http": [
+                    {
+                        "runtime": p.runtime.runtime_id if p.runtime_id else None,
+                        "origin": p.origin,
+                        "methods": p.methods,
+                    }
+                    for p in package.http_permissions.all()
+                ],
+                "summary": permissions_in_plain_language(package, runtimes),
+            },
+            "runtimes": runtimes,
+            "stages": runtimes_by_stage(runtimes),
+            "tools": [t.name for t in package.tools.all()],
+            "actions": [a.name for a in package.actions.all()],
+            "commands": [
+                {
+                    "name": c.name,
+                    "description": c.description,
+                    "action": c.action,
+                    "aliases": c.aliases,
+                    "context": c.context,
+                    "arguments": [
+                        {
+                            "name": a.name,
+                            "type": a.type,
+                            "description": a.description,
+                            "required": a.required,
+                            "variadic": a.variadic,
+                            "choices": a.choices,
+                        }
+                        for a in c.arguments.all()
+                    ],
+                }
+                for c in package.commands.all()
+            ],
+            "actionKinds": [
+                {
+                    "name": k.name,
+                    "label": k.label,
+                    "icon": k.icon or None,
+                    "placeholder": k.placeholder or None,
+                    "roles": k.roles,
+                    "text": k.text,
+                    "actor": k.actor,
+                    "schema": k.schema or None,
+                }
+                for k in package.action_kinds.all()
+            ],
+            "services": [
+                {"contract": s.contract, "access": s.access, "modelFacing": s.model_facing}
+                for s in package.services.all()
+            ],
+            "extensions": [
+                {
+                    "point": e.point,
+                    "id": e.extension_id,
+                    "order": e.order,
+                    "slot": e.slot or None,
+                    "watch": e.watch,
+                    "preview": e.preview,
+                }
+                for e in package.extensions.all()
+            ],
+            "hooks": [{"event": h.event, "enforce": h.enforce} for h in package.hooks.all()],
+            "events": [
+                {
+                    "topic": e.topic,
+                    "schema": e.schema,
+                    "description": e.description,
+                    "advertise": e.advertise,
+                }
+                for e in package.events.all()
+            ],
+            "datasets": [
+                {
+                    "name": d.name,
+                    "schema": d.schema,
+                    "key": d.key or None,
+                    "ops": d.ops,
+                    "tools": d.tools,
+                    "description": d.description,
+                }
+                for d in package.datasets.all()
+            ],
+            "dataNamespaces": [
+                {
+                    "namespace": d.namespace,
+                    "schema": d.schema,
+                    "description": d.description,
+                    "version": d.version,
+                    "accepts": d.accepts,
+                    "authoring": d.authoring,
+                    "searchField": d.search_field or None,
+                }
+                for d in package.data_namespaces.all()
+            ],
+            "ui": [{"placement": u.placement, "path": u.path} for u in package.ui_specs.all()],
+            "errors": package.errors,
+            "warnings": package.warnings,
+            "shadowed": package.shadowed,
+            "manifest": package.manifest,
+        }
+    )
+    return card
+
+
+def package_filters_from(params: Any) -> PackageFilters:
+    """PackageFilters from a QueryDict (the browser list) or any mapping with getlist."""
+
+    def one(name: str) -> str:
+        return (params.get(name) or "").strip()
+
+    return PackageFilters(
+        q=one("q"),
+        tags=tuple(t for t in params.getlist("tag") if t),
+        kind=one("kind"),
+        source=one("source"),
+        cost=one("cost") if one("cost") in COSTS else "",
+        contract=one("contract"),
+        state=one("state"),
+        sort=one("sort") if one("sort") in SORTS else "",
+    )

@@ -1,0 +1,786 @@
+"""Writes of the catalogue: turning loader verdicts into index rows, and syncing plugin folders.
+
+A package flows one way: files on disk -> loader -> LoadResult -> the rows written here.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date, time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import ProtectedError, RestrictedError
+from django.utils import timezone
+
+from catalogue.manifest.types import Issue, LoadResult, thaw
+from catalogue.models import (
+    Action,
+    ActionKind,
+    Command,
+    CommandArgument,
+    Contract,
+    DataNamespace,
+    Dataset,
+    Event,
+    Extension,
+    ExternalLink,
+    Hook,
+    HttpPermission,
+    Package,
+    PackageContract,
+    PackageTag,
+    Runtime,
+    Service,
+    Setting,
+    SettingOption,
+    Tool,
+    UISpec,
+)
+from catalogue.text import prompt_summary
+
+log = logging.getLogger(__name__)
+
+# Folders inside a package that are never part of its content (VCS data, editor caches).
+_SKIPPED_NAMES = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".DS_Store"}
+
+
+# --- Hashing ------------------------------------------------------------------------------
+
+
+def package_content_hash(*, path: Path) -> str:
+    """The loader's own content hash (names and bytes, no parse), so an unchanged package
+    costs a few small reads and the stored hash always equals LoadResult.content_hash."""
+    from catalogue.manifest.loader import package_hash
+
+    return package_hash(Path(path))
+
+
+# --- Reading manifest values defensively ----------------------------------------------------
+# An invalid package still gets its card from the raw frontmatter, which may hold any types.
+
+
+def _no_nul(text: str) -> str:
+    # PostgreSQL text and jsonb cannot hold NUL, which YAML's "\0" escape can produce.
+    return text.replace("\x00", "\ufffd")
+
+
+def _str(value: Any, limit: int | None = None) -> str:
+    if value is None or isinstance(value, dict | list | tuple):
+        return ""
+    text = _no_nul(str(value))
+    return text[:limit] if limit else text
+
+
+def _list(value: Any) -> list:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def json_safe(value: Any) -> Any:
+    """Plain JSON: YAML may give dates, .inf/.nan and non-string keys that JSON columns refuse."""
+    if isinstance(value, Mapping):
+        return {_no_nul(str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v) for v in value]
+    if isinstance(value, str):
+        return _no_nul(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, date | time):
+        return value.isoformat()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _https(value: Any) -> str:
+    """Only https addresses become links; anything else is dropped (the spec allows no other)."""
+    text = _str(value, 2000).strip()
+    return text if re.match(r"^https://[^\s]+$", text, re.IGNORECASE) else ""
+
+
+_PACKAGE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+
+
+def package_id_of(result: LoadResult) -> str:
+    """The loader's package id when it is a well-formed id, else the folder name.
+
+    An invalid package may carry any written id ("a/b", "<x>"); keying it by its folder keeps
+    its catalogue address valid and unique per folder.
+    """
+    written = result.package_id
+    if isinstance(written, str) and _PACKAGE_ID.match(written):
+        return written
+    return Path(result.path).name[:100]
+
+
+@dataclass
+class _Rows:
+    """Everything derived from one manifest, ready for bulk_create."""
+
+    fields: dict[str, Any]
+    tags: list[tuple[str, bool]] = field(default_factory=list)
+    contracts: list[tuple[str, str, bool]] = field(
+        default_factory=list
+    )  # contract, relation, default
+    links: list[tuple[str, str, str]] = field(default_factory=list)  # kind, label, url
+    runtimes: list[dict[str, Any]] = field(default_factory=list)
+    simple: dict[type, list[dict[str, Any]]] = field(default_factory=dict)
+    commands: list[tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=list)
+    settings: list[tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=list)
+    http: list[tuple[str | None, str, list[str]]] = field(
+        default_factory=list
+    )  # runtime, origin, methods
+
+
+def _http_entries(value: Any) -> Iterator[tuple[str, list[str]]]:
+    for item in _list(_dict(value).get("http")):
+        item = _dict(item)
+        origin = _str(item.get("origin"), 500)
+        if origin:
+            yield origin, [m for m in _list(item.get("methods")) if isinstance(m, str)]
+
+
+def _runtime_row(runtime_id: str, qualified_id: str, file: str, prompt: str, data: dict) -> dict:
+    schedule = _dict(data.get("schedule"))
+    trigger = _dict(schedule.get("trigger"))
+    detached_value = schedule.get("detached", False)
+    detached_opts = detached_value if isinstance(detached_value, dict) else {}
+    detached = detached_value is True or isinstance(detached_value, dict)
+    is_function = "function" in data
+    model = (
+        _dict(data.get("function")).get("model")
+        if is_function
+        else _dict(data.get("agent")).get("model")
+    )
+    io = _dict(data.get("io"))
+    visibility = _str(io.get("visibility")) or "system"
+    if not model and not is_function:
+        # The spec's default slot: story for the story runtime, plugin for every other agent.
+        model = "story" if visibility == "story" else "plugin"
+    settle = bool(detached_opts.get("settle", False))
+    return {
+        "runtime_id": runtime_id[:200],
+        "qualified_id": qualified_id[:300],
+        "file": file[:500],
+        "description": _str(data.get("description")),
+        "kind": "function" if is_function else "agent",
+        "stage": _str(schedule.get("stage"), 20),
+        "trigger": _str(trigger.get("type"), 20) or "auto",
+        "trigger_topic": _str(trigger.get("topic"), 200),
+        "model_slot": _str(model, 100),
+        "visibility": visibility[:20],
+        "output_contract": _str(_dict(io.get("output")).get("contract"), 200),
+        "background": schedule.get("background") is True,
+        "subagent_only": schedule.get("subagentOnly") is True,
+        "detached": detached,
+        "settle": settle,
+        "max_settle_wait_ms": _int(detached_opts.get("maxSettleWaitMs")),
+        "max_queue_ms": _int(detached_opts.get("maxQueueMs")),
+        "max_execution_ms": _int(detached_opts.get("maxExecutionMs")),
+        "prompt": _no_nul(prompt or ""),
+        "data": data,
+    }
+
+
+def _rows_from(result: LoadResult) -> _Rows:
+    manifest = result.manifest
+    ok = result.ok and manifest is not None
+    data: dict = json_safe(
+        thaw(manifest.data) if ok else _dict(thaw(result.raw) if result.raw else {})
+    )
+    author = _dict(data.get("author"))
+    package_id = package_id_of(result)
+    display_name = _str(data.get("displayName"), 300) or package_id
+    inline = _dict(data.get("runtime"))
+    # The card summarises the inline runtime's prompt; a concealed runtime's prompt stays hidden.
+    body = manifest.body if ok and inline and not _dict(inline.get("io")).get("concealed") else ""
+    rows = _Rows(
+        fields={
+            "package_id": package_id,
+            "kind": _str(data.get("kind"), 20) or "plugin",
+            "version": _str(data.get("version"), 100) or "0.0.0",
+            "display_name": display_name,
+            "description": _str(data.get("description")),
+            "manifest": data,
+            "errors": json_safe([i.as_dict() for i in result.errors]),
+            "warnings": json_safe([i.as_dict() for i in result.warnings]),
+            "state": Package.State.LOADED if ok else Package.State.ERROR,
+            "author_name": _str(author.get("name"), 300),
+            "author_url": _https(author.get("url")),
+            "author_about": _str(author.get("about")),
+            "license": _str(data.get("license"), 200),
+            "homepage": _https(data.get("homepage")),
+            "covel_range": _str(data.get("covel"), 200),
+            "entry": _str(data.get("entry"), 500),
+            "prompt_summary": prompt_summary(_no_nul(body)),
+        }
+    )
+
+    seen_tags: set[str] = set()
+    for tag in _list(data.get("tags")):
+        tag = tag[:200] if isinstance(tag, str) else ""
+        if not tag or tag in seen_tags:
+            continue
+        if not ok and tag.startswith(("ui:", "cost:")):
+            continue  # written ui:*/cost:* tags are ignored; only the loader derives them
+        seen_tags.add(tag)
+        # The loader replaces every written ui:*/cost:* tag by the ones it derives.
+        rows.tags.append((tag, ok and tag.startswith(("ui:", "cost:"))))
+
+    seen_contracts: set[tuple[str, str]] = set()
+
+    def add_contract(contract: Any, relation: str, default: bool = False) -> None:
+        contract = contract[:200] if isinstance(contract, str) else ""
+        if contract and (contract, relation) not in seen_contracts:
+            seen_contracts.add((contract, relation))
+            rows.contracts.append((contract, relation, default))
+
+    for item in _list(data.get("provides")):
+        if isinstance(item, dict):
+            add_contract(item.get("contract"), "provides", item.get("default") is True)
+        else:
+            add_contract(item, "provides")
+    for item in _list(data.get("requires")):
+        add_contract(item, "requires")
+    for item in _list(data.get("conflicts")):
+        add_contract(item, "conflicts")
+
+    if rows.fields["homepage"]:
+        rows.links.append(("homepage", "Homepage", rows.fields["homepage"]))
+    if rows.fields["author_url"]:
+        rows.links.append(
+            ("author", rows.fields["author_name"] or "Author", rows.fields["author_url"])
+        )
+    for link in _list(author.get("links"))[:6]:  # the spec allows at most 6
+        link = _dict(link)
+        url = _https(link.get("url"))
+        if url:
+            rows.links.append(("author-link", _str(link.get("label"), 300) or url, url))
+
+    if ok:
+        for runtime in manifest.runtimes:
+            rows.runtimes.append(
+                _runtime_row(
+                    runtime.id,
+                    runtime.qualified_id,
+                    runtime.file,
+                    runtime.prompt,
+                    json_safe(thaw(runtime.data)),
+                )
+            )
+    elif isinstance(data.get("runtime"), dict):
+        rows.runtimes.append(_runtime_row(package_id, package_id, "PLUGIN.md", "", data["runtime"]))
+    for runtime in rows.runtimes:
+        add_contract(runtime["output_contract"] or None, "provides")
+        for origin, methods in _http_entries(_dict(runtime["data"]).get("permissions")):
+            rows.http.append((runtime["runtime_id"], origin, methods))
+    for origin, methods in _http_entries(data.get("permissions")):
+        rows.http.append((None, origin, methods))
+
+    contributes = _dict(data.get("contributes"))
+    simple = rows.simple
+    simple[Tool] = [{"name": _str(n, 200)} for n in _list(contributes.get("tools")) if _str(n)]
+    simple[Action] = [{"name": _str(n, 200)} for n in _list(contributes.get("actions")) if _str(n)]
+    simple[ActionKind] = []
+    for item in map(_dict, _list(contributes.get("actionKinds"))):
+        display = _dict(item.get("display"))
+        simple[ActionKind].append(
+            {
+                "name": _str(item.get("name"), 200),
+                "label": _str(display.get("label"), 300),
+                "icon": _str(display.get("icon"), 100),
+                "placeholder": _str(display.get("placeholder"), 500),
+                "roles": _list(item.get("roles")) or ["player"],
+                "text": _str(item.get("text"), 20) or "optional",
+                "actor": item.get("actor") is not False,
+                "schema": _str(item.get("schema"), 500),
+            }
+        )
+    simple[Service] = []
+    for item in _list(contributes.get("services")):
+        item = {"contract": item} if isinstance(item, str) else _dict(item)
+        simple[Service].append(
+            {
+                "contract": _str(item.get("contract"), 200),
+                "access": _str(item.get("access"), 10) or "read",
+                "model_facing": item.get("modelFacing") is True,
+            }
+        )
+    simple[Extension] = []
+    for item in _list(contributes.get("extensions")):
+        if isinstance(item, str):
+            point, _, ext_id = item.rpartition("/")
+            item = {"point": point, "id": ext_id}
+        item = _dict(item)
+        simple[Extension].append(
+            {
+                "point": _str(item.get("point"), 200),
+                "extension_id": _str(item.get("id"), 200),
+                "order": item.get("order") if isinstance(item.get("order"), int) else 0,
+                "slot": _str(item.get("slot"), 200),
+                "watch": _list(item.get("watch")),
+                "preview": _list(item.get("preview")),
+            }
+        )
+    simple[Hook] = []
+    for item in _list(contributes.get("hooks")):
+        item = {"event": item} if isinstance(item, str) else _dict(item)
+        simple[Hook].append(
+            {
+                "event": _str(item.get("event"), 40),
+                "enforce": _str(item.get("enforce"), 10) or "normal",
+            }
+        )
+    simple[Event] = [
+        {
+            "topic": _str(item.get("topic"), 200),
+            "schema": _str(item.get("schema"), 500),
+            "description": _str(item.get("description")),
+            "advertise": item.get("advertise") is not False,
+        }
+        for item in map(_dict, _list(contributes.get("events")))
+    ]
+    simple[Dataset] = [
+        {
+            "name": _str(name, 200),
+            "schema": _str(item.get("schema"), 500),
+            "key": _str(item.get("key"), 200),
+            "ops": _list(item.get("ops")),
+            "tools": _list(item.get("tools")),
+            "description": _str(item.get("description")),
+        }
+        for name, item in ((n, _dict(v)) for n, v in _dict(contributes.get("datasets")).items())
+    ]
+    simple[DataNamespace] = [
+        {
+            "namespace": _str(name, 200),
+            "schema": _str(item.get("schema"), 500),
+            "description": _str(item.get("description")),
+            "version": _int(item.get("version")) or 1,
+            "accepts": _list(item.get("accepts")),
+            "authoring": item.get("authoring") if isinstance(item.get("authoring"), dict) else None,
+            "search_field": _str(_dict(item.get("search")).get("text"), 200),
+        }
+        for name, item in ((n, _dict(v)) for n, v in _dict(contributes.get("data")).items())
+    ]
+    ui = _dict(contributes.get("ui"))
+    simple[UISpec] = [
+        {"placement": placement, "path": _str(path, 500)}
+        for placement in ("view", "right", "message", "segment")
+        for path in _list(ui.get(placement))
+        if _str(path)
+    ]
+
+    for item in map(_dict, _list(contributes.get("commands"))):
+        command = {
+            "name": _str(item.get("name"), 200),
+            "description": _str(item.get("description")),
+            "action": _str(item.get("action"), 200),
+            "aliases": [a for a in _list(item.get("aliases")) if isinstance(a, str)],
+            "context": [c for c in _list(item.get("context")) if isinstance(c, str)],
+        }
+        arguments = [
+            {
+                "name": _str(arg.get("name"), 200),
+                "type": _str(arg.get("type"), 20) or "string",
+                "description": _str(arg.get("description")),
+                "required": arg.get("required") is True,
+                "variadic": arg.get("variadic") is True,
+                "choices": [c for c in _list(arg.get("choices")) if isinstance(c, str)],
+            }
+            for arg in map(_dict, _list(item.get("arguments")))
+        ]
+        rows.commands.append((command, arguments))
+
+    for item in map(_dict, _list(contributes.get("settings"))):
+        setting = {
+            "key": _str(item.get("key"), 200),
+            "type": _str(item.get("type"), 20),
+            "label": _str(item.get("label"), 300),
+            "description": _str(item.get("description")),
+            "default": item.get("default"),
+            "has_default": "default" in item,
+            "min": _float(item.get("min")),
+            "max": _float(item.get("max")),
+            "step": _float(item.get("step")),
+        }
+        options = [
+            {"value": _str(o.get("value"), 300), "label": _str(o.get("label"), 300)}
+            for o in map(_dict, _list(item.get("options")))
+        ]
+        rows.settings.append((setting, options))
+
+    words = [
+        package_id,
+        display_name,
+        rows.fields["description"],
+        rows.fields["author_name"],
+        *(t for t, _ in rows.tags),
+        *(c for c, _, _ in rows.contracts),
+        *(t["name"] for t in simple[Tool]),
+        *(c["name"] for c, _ in rows.commands),
+    ]
+    rows.fields["search_text"] = " ".join(w for w in words if w).casefold()
+    rows.fields["name_key"] = display_name.casefold()[:300]
+    return rows
+
+
+def _bulk(model: type, package: Package, items: Iterable[dict[str, Any]]) -> list:
+    objs = [model(package=package, position=i, **item) for i, item in enumerate(items)]
+    return model.objects.bulk_create(objs) if objs else []
+
+
+def _contract_rows(contract_ids: set[str]) -> dict[str, Contract]:
+    existing = {c.contract_id: c for c in Contract.objects.filter(contract_id__in=contract_ids)}
+    missing = [Contract(contract_id=c) for c in contract_ids - existing.keys()]
+    if missing:
+        Contract.objects.bulk_create(missing, ignore_conflicts=True)
+        existing = {c.contract_id: c for c in Contract.objects.filter(contract_id__in=contract_ids)}
+    return existing
+
+
+@transaction.atomic
+def package_index(
+    *,
+    result: LoadResult,
+    source: str,
+    content_hash: str,
+    host_version: str,
+    shadowed: list[dict[str, str]] | None = None,
+) -> Package:
+    """Store one loader verdict: upsert the package row, then rebuild its child rows in bulk."""
+    rows = _rows_from(result)
+    trust = Package.Trust.BUNDLED if source == Package.Source.BUNDLED else Package.Trust.COMMUNITY
+    package, created = Package.objects.update_or_create(
+        package_id=rows.fields["package_id"],
+        defaults={
+            **rows.fields,
+            "source": source,
+            "trust": trust,
+            "source_dir": str(result.path)[:1000],
+            "content_hash": content_hash,
+            "host_version": host_version,
+            "shadowed": shadowed or [],
+            "indexed_at": timezone.now(),
+        },
+    )
+    # Children are cheap to rebuild and never edited in place, so replace them wholesale.
+    children = (PackageTag, PackageContract, ExternalLink, Runtime, Command, Setting, *rows.simple)
+    for model in children if not created else ():
+        model.objects.filter(package=package).delete()
+
+    _bulk(PackageTag, package, ({"tag": t, "derived": d} for t, d in rows.tags))
+    contracts = _contract_rows({c for c, _, _ in rows.contracts})
+    _bulk(
+        PackageContract,
+        package,
+        ({"contract": contracts[c], "relation": r, "is_default": d} for c, r, d in rows.contracts),
+    )
+    _bulk(ExternalLink, package, ({"kind": k, "label": lb, "url": u} for k, lb, u in rows.links))
+    runtimes = {r.runtime_id: r for r in _bulk(Runtime, package, rows.runtimes)}
+    if rows.http and runtimes and any(r.pk is None for r in runtimes.values()):
+        runtimes = {r.runtime_id: r for r in Runtime.objects.filter(package=package)}
+    _bulk(
+        HttpPermission,
+        package,
+        (
+            {"runtime": runtimes.get(rid) if rid else None, "origin": o, "methods": m}
+            for rid, o, m in rows.http
+        ),
+    )
+    for model, items in rows.simple.items():
+        _bulk(model, package, items)
+    commands = _bulk(Command, package, (c for c, _ in rows.commands))
+    CommandArgument.objects.bulk_create(
+        CommandArgument(command=command, position=i, **arg)
+        for command, (_, args) in zip(commands, rows.commands, strict=True)
+        for i, arg in enumerate(args)
+    )
+    settings_rows = _bulk(Setting, package, (s for s, _ in rows.settings))
+    SettingOption.objects.bulk_create(
+        SettingOption(setting=setting, position=i, **opt)
+        for setting, (_, opts) in zip(settings_rows, rows.settings, strict=True)
+        for i, opt in enumerate(opts)
+    )
+    return package
+
+
+# --- Sync -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PluginFolder:
+    path: Path
+    source: str  # Package.Source
+
+
+@dataclass
+class SyncSummary:
+    indexed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    invalid: list[tuple[str, list[dict[str, str]]]] = field(default_factory=list)
+    duplicates: list[tuple[str, str, str]] = field(
+        default_factory=list
+    )  # id, ignored dir, kept dir
+
+    def line(self) -> str:
+        return (
+            f"indexed {len(self.indexed)}, unchanged {len(self.unchanged)}, "
+            f"removed {len(self.removed)}, invalid {len(self.invalid)}"
+        )
+
+
+def plugin_folders() -> list[PluginFolder]:
+    """The configured folders in precedence order: bundled, then user, then community."""
+    folders = [
+        PluginFolder(Path(settings.COVEL_BUNDLED_PLUGINS_DIR), Package.Source.BUNDLED),
+        PluginFolder(Path(settings.COVEL_USER_PLUGINS_DIR), Package.Source.USER),
+    ]
+    folders += [
+        PluginFolder(Path(p), Package.Source.COMMUNITY)
+        for p in settings.COVEL_COMMUNITY_PLUGIN_DIRS
+    ]
+    return folders
+
+
+def package_candidates(*, folders: list[PluginFolder]) -> list[tuple[Path, str]]:
+    """Every package folder (a non-hidden sub-directory) of the configured folders, in order."""
+    seen: set[Path] = set()
+    found: list[tuple[Path, str]] = []
+    for folder in folders:
+        if not folder.path.is_dir():
+            continue
+        for child in sorted(folder.path.iterdir(), key=lambda p: p.name):
+            if (
+                child.name.startswith((".", "_"))
+                or child.name in _SKIPPED_NAMES
+                or not child.is_dir()
+            ):
+                continue
+            resolved = child.resolve()
+            if resolved in seen:  # the same folder configured twice
+                continue
+            seen.add(resolved)
+            found.append((child.absolute(), folder.source))
+    return found
+
+
+def _load_package(path: Path, host_version: str) -> LoadResult:
+    from catalogue.manifest.loader import load_package
+
+    return load_package(path, host_version=host_version)
+
+
+def _load(path: Path, host_version: str) -> LoadResult:
+    try:
+        return _load_package(path, host_version)
+    except Exception as exc:  # a loader bug on one package must not stop the others
+        log.exception("the loader failed on %s", path)
+        return LoadResult(
+            path=str(path),
+            package_id=path.name,
+            manifest=None,
+            errors=(Issue("PLUGIN.md", "", "loader-failure", f"the loader failed: {exc}"),),
+            warnings=(),
+        )
+
+
+def _request_approval(package: Package) -> None:
+    # Imported here: approvals imports the catalogue's models, never the other way at load time.
+    from approvals.services import approval_request_sync
+
+    try:
+        approval_request_sync(package=package)
+    except Exception:
+        log.exception("could not request approval for %s", package)
+
+
+@contextmanager
+def sync_lock() -> Iterator[None]:
+    """One sync at a time on this host (the start-up sync, the staff button, a cron job):
+    a second run waits, then finds everything unchanged instead of racing the first."""
+    path = Path(settings.VAR_DIR) / "catalogue-sync.lock"
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def packages_sync(
+    *,
+    folders: list[PluginFolder] | None = None,
+    host_version: str | None = None,
+    force: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> SyncSummary:
+    """Index every package folder; unchanged ones (same content hash) are not parsed again.
+
+    Precedence on a duplicate package id: the first folder wins in the order bundled, user,
+    community (then by folder name), so community code can never shadow a trusted package.
+    """
+    with sync_lock():
+        return _packages_sync(
+            folders=plugin_folders() if folders is None else folders,
+            host_version=host_version or settings.COVEL_HOST_VERSION,
+            force=force,
+            progress=progress,
+        )
+
+
+def _packages_sync(
+    *,
+    folders: list[PluginFolder],
+    host_version: str,
+    force: bool,
+    progress: Callable[[int, int, str], None] | None,
+) -> SyncSummary:
+    candidates = package_candidates(folders=folders)
+    existing = {
+        p.source_dir: p
+        for p in Package.objects.only(
+            "id",
+            "package_id",
+            "source_dir",
+            "source",
+            "content_hash",
+            "host_version",
+            "state",
+            "errors",
+            "shadowed",
+        )
+    }
+    summary = SyncSummary()
+    claimed: dict[str, Path] = {}
+    kept: set[int] = set()
+    pending: list[tuple[str, Path, str, str, LoadResult | None, Package | None]] = []
+
+    for number, (path, source) in enumerate(candidates, start=1):
+        if progress:
+            progress(number, len(candidates), path.name)
+        content_hash = package_content_hash(path=path)
+        row = existing.get(str(path))
+        unchanged = (
+            not force
+            and row is not None
+            and row.content_hash == content_hash
+            and row.host_version == host_version
+            and row.source == source
+        )
+        result = None if unchanged else _load(path, host_version)
+        package_id = row.package_id if unchanged else package_id_of(result)
+        if package_id in claimed:
+            summary.duplicates.append((package_id, str(path), str(claimed[package_id])))
+            continue
+        claimed[package_id] = path
+        pending.append((package_id, path, source, content_hash, result, row if unchanged else None))
+
+    shadowed: dict[str, list[dict[str, str]]] = {}
+    for package_id, ignored, _kept in summary.duplicates:
+        shadowed.setdefault(package_id, []).append(
+            {
+                "path": ignored,
+                "message": f"another folder also declares {package_id}; it is ignored",
+            }
+        )
+
+    for package_id, path, source, content_hash, result, row in pending:
+        if row is not None:
+            summary.unchanged.append(package_id)
+            kept.add(row.pk)
+            if row.shadowed != shadowed.get(package_id, []):
+                Package.objects.filter(pk=row.pk).update(shadowed=shadowed.get(package_id, []))
+            if row.state == Package.State.ERROR:
+                summary.invalid.append((package_id, row.errors))
+            continue
+        try:
+            package = package_index(
+                result=result,
+                source=source,
+                content_hash=content_hash,
+                host_version=host_version,
+                shadowed=shadowed.get(package_id),
+            )
+        except Exception as exc:  # one package's rows must never stop the others
+            log.exception("could not index %s", path)
+            previous = existing.get(str(path))
+            if previous is not None:  # keep the last good card rather than drop the package
+                kept.add(previous.pk)
+            summary.invalid.append(
+                (
+                    package_id,
+                    [
+                        {
+                            "file": "PLUGIN.md",
+                            "path": "",
+                            "code": "index-failure",
+                            "message": str(exc),
+                        }
+                    ],
+                )
+            )
+            continue
+        kept.add(package.pk)
+        summary.indexed.append(package_id)
+        if package.state == Package.State.ERROR:
+            summary.invalid.append((package_id, package.errors))
+        if package.trust == Package.Trust.COMMUNITY:
+            _request_approval(package)
+
+    for package_id, ignored, kept_dir in summary.duplicates:
+        summary.invalid.append(
+            (
+                package_id,
+                [
+                    {
+                        "file": str(Path(ignored) / "PLUGIN.md"),
+                        "path": "/id",
+                        "code": "duplicate-package-id",
+                        "message": f"{package_id} is already installed from {kept_dir}; this copy is ignored",
+                    }
+                ],
+            )
+        )
+
+    gone = Package.objects.exclude(pk__in=kept)
+    summary.removed = sorted(gone.values_list("package_id", flat=True))
+    if summary.removed:
+        try:
+            gone.delete()
+        except (ProtectedError, RestrictedError):  # another app still needs a removed row
+            log.exception("could not remove %s", ", ".join(summary.removed))
+            summary.removed = []
+    return summary
+
+
+def errors_as_text(errors: list[Mapping[str, str]]) -> list[str]:
+    """The validate_plugin line format: file:path message [code]."""
+    return [
+        f"{e.get('file', '')}:{e.get('path', '')} {e.get('message', '')} [{e.get('code', '')}]"
+        for e in errors
+    ]

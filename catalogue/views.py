@@ -1,0 +1,124 @@
+"""Browser catalogue: thin views over selectors and services."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from catalogue.graph import contract_graph_svg
+from catalogue.models import ExternalLink, Package
+from catalogue.selectors import (
+    COSTS,
+    SORTS,
+    contract_ids,
+    package_card,
+    package_filters_from,
+    package_get,
+    package_page,
+    package_summary,
+)
+from catalogue.services import packages_sync
+from catalogue.templatetags.catalogue_tags import query_string
+
+PAGE_SIZE = 20
+
+
+def _page_number(value: str | None) -> int:
+    try:
+        return max(1, int(value or 1))
+    except ValueError:
+        return 1
+
+
+@require_GET
+def package_list(request: HttpRequest) -> HttpResponse:
+    filters = package_filters_from(request.GET)
+    page = package_page(
+        filters=filters,
+        page=_page_number(request.GET.get("page")),
+        page_size=PAGE_SIZE,
+        facets=True,
+    )
+    if page.page > page.num_pages:  # a stale link past the end shows the last page
+        page = package_page(filters=filters, page=page.num_pages, page_size=PAGE_SIZE, facets=True)
+    selected = set(filters.tags)
+    facets = []
+    for facet in page.facets:
+        tags = [t for t in filters.tags if t != facet["tag"]]
+        if facet["tag"] not in selected:
+            tags.append(facet["tag"])
+        query = request.GET.copy()
+        query.setlist("tag", tags)
+        query.pop("page", None)
+        facets.append(
+            {**facet, "selected": facet["tag"] in selected, "url": "?" + query.urlencode()}
+        )
+    context = {
+        "filters": filters,
+        "page": page,
+        "items": [{"summary": package_summary(p), "package": p} for p in page.items],
+        "facets": facets,
+        "contracts": contract_ids(),
+        "kinds": ["plugin", "core"],
+        "sources": Package.Source.choices,
+        "costs": COSTS,
+        "sorts": SORTS,
+        "clear_url": reverse("catalogue:list"),
+        "prev_url": query_string(request.GET, page=page.page - 1) if page.page > 1 else None,
+        "next_url": query_string(request.GET, page=page.page + 1)
+        if page.page < page.num_pages
+        else None,
+    }
+    template = (
+        "catalogue/_results.html" if request.headers.get("HX-Request") else "catalogue/list.html"
+    )
+    return render(request, template, context)
+
+
+@require_GET
+def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
+    package = package_get(package_id=package_id)
+    if package is None:
+        raise Http404("No package with this id is installed.")
+    card = package_card(package)
+    graph = contract_graph_svg(
+        package_id=package.package_id,
+        provides=[(p["contract"], p["default"]) for p in card["provides"]],
+        requires=card["requires"],
+        conflicts=card["conflicts"],
+        contract_url=reverse("catalogue:list"),
+    )
+    context = {
+        "package": package,
+        "card": card,
+        "graph": graph,
+        "show_paths": request.user.is_staff,
+    }
+    return render(request, "catalogue/detail.html", context)
+
+
+@require_GET
+def package_link(request: HttpRequest, package_id: str, link_id: int) -> HttpResponse:
+    """Shows the full address a package declares and lets the player decide; never redirects."""
+    link = get_object_or_404(
+        ExternalLink.objects.select_related("package"), pk=link_id, package__package_id=package_id
+    )
+    if not link.url.lower().startswith("https://"):
+        raise Http404("This address is not an https address.")
+    return render(request, "catalogue/link.html", {"link": link, "package": link.package})
+
+
+@require_POST
+def package_resync(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff may re-sync the catalogue.")
+    summary = packages_sync()
+    messages.success(request, f"Catalogue re-synced: {summary.line()}.")
+    return redirect("catalogue:list")

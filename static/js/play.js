@@ -1,0 +1,149 @@
+// The play page: send actions, follow the session's server-sent events, update the story,
+// the runtime statuses and the plugin data panel. Plugin text is untrusted: only textContent.
+(() => {
+  "use strict";
+  const root = document.getElementById("play");
+  if (!root) return;
+  const story = document.getElementById("story");
+  const runtimes = document.getElementById("runtimes");
+  const dataBody = document.querySelector("#plugin-data tbody");
+  const composer = document.getElementById("composer");
+  const state = document.getElementById("composer-state");
+  const commandResult = document.getElementById("command-result");
+  const turns = document.getElementById("session-turns");
+  const phase = document.getElementById("session-phase");
+
+  function csrfToken() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (error) {
+      return "";
+    }
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function turnItem(turnId) {
+    let item = story.querySelector(`li[data-turn="${CSS.escape(turnId)}"]`);
+    if (!item) {
+      item = el("li", "turn");
+      item.dataset.turn = turnId;
+      item.append(el("p", "player-line"), el("p", "narrative"));
+      story.append(item);
+    }
+    return item;
+  }
+
+  function showRuntime(result) {
+    runtimes.querySelector(".empty")?.remove();
+    let item = runtimes.querySelector(`li[data-runtime="${CSS.escape(result.runtime)}"]`);
+    if (!item) {
+      item = el("li");
+      item.dataset.runtime = result.runtime;
+      runtimes.append(item);
+    }
+    item.className = `runtime status-${result.status}`;
+    item.replaceChildren(el("code", "", result.runtime), document.createTextNode(" "), el("span", "status", result.status));
+    if (result.code) item.append(document.createTextNode(" "), el("span", "code", result.code));
+    if (result.reason) item.append(el("span", "reason", result.reason));
+  }
+
+  function showData(change) {
+    const key = `${change.plugin}/${change.namespace}/${change.key}`;
+    let row = [...dataBody.rows].find((r) => r.dataset.key === key);
+    if (change.deleted) {
+      row?.remove();
+      return;
+    }
+    if (!row) {
+      row = dataBody.insertRow();
+      row.dataset.key = key;
+      for (let i = 0; i < 4; i += 1) row.insertCell();
+    }
+    row.cells[0].textContent = change.plugin;
+    row.cells[1].textContent = change.namespace;
+    row.cells[2].textContent = change.key;
+    row.cells[3].replaceChildren(el("code", "value", JSON.stringify(change.value)));
+    row.classList.add("changed");
+    setTimeout(() => row.classList.remove("changed"), 1500);
+  }
+
+  const handlers = {
+    "turn.started": (p) => {
+      if (p.kind !== "player") return;
+      runtimes.replaceChildren();
+      turnItem(p.turnId).querySelector(".player-line").textContent = p.playerMessage;
+    },
+    "runtime.status": (p) => showRuntime(p),
+    narrative: (p) => {
+      turnItem(p.turnId).querySelector(".narrative").textContent = p.text;
+    },
+    "plugin-data.changed": (p) => (p.changes || []).forEach(showData),
+    "turn.committed": (p) => {
+      if (p.kind === "player") {
+        turns.textContent = String(p.number);
+        phase.textContent = "playing";
+      }
+      if (state) state.textContent = "";
+    },
+    "turn.failed": (p) => {
+      if (state) state.textContent = `The turn failed: ${p.error}`;
+    },
+  };
+
+  function connect() {
+    // EventSource resends Last-Event-ID itself when it reconnects; ?after= covers the first connect.
+    const source = new EventSource(`${root.dataset.eventsUrl}?after=${encodeURIComponent(root.dataset.lastSeq)}`);
+    for (const [type, handle] of Object.entries(handlers)) {
+      source.addEventListener(type, (event) => {
+        const data = JSON.parse(event.data);
+        root.dataset.lastSeq = String(data.seq);
+        handle(data.payload || {});
+      });
+    }
+    root.dataset.connected = "true";
+  }
+
+  async function post(url, body) {
+    const response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+      body: JSON.stringify(body),
+    });
+    const data = await response.json().catch(() => ({}));
+    return { ok: response.ok, status: response.status, data };
+  }
+
+  composer?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const box = composer.querySelector("textarea");
+    const text = box.value.trim();
+    if (!text) return;
+    const button = composer.querySelector("button");
+    button.disabled = true;
+    state.textContent = text.startsWith("/") ? "Running the command..." : "The story unfolds...";
+    try {
+      if (text.startsWith("/")) {
+        const answer = await post(root.dataset.commandsUrl, { text });
+        commandResult.hidden = false;
+        commandResult.textContent = answer.ok ? JSON.stringify(answer.data.value, null, 2) : `${answer.data.detail}`;
+        state.textContent = "";
+      } else {
+        const answer = await post(root.dataset.actionsUrl, { message: text });
+        if (!answer.ok) state.textContent = String(answer.data.detail || `error ${answer.status}`);
+        else state.textContent = "";
+      }
+      box.value = "";
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  connect();
+})();
