@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,8 @@ REPLY_DATA_FIELDS = (
     "ui",
 )
 RUNTIME_DONE = "runtime-done"
+# The builtin that brings deferred tools into the offer (agent.tools.defer); see docs/agents.md.
+LOAD_TOOLS = "load-tools"
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,28 @@ class AgentRun:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Filled by agents.runtime: what the run's tools did besides their replies.
+    events: list[dict[str, Any]] = field(default_factory=list)  # [{topic, payload}]
+    notifications: list[dict[str, Any]] = field(default_factory=list)
+    forms: list[dict[str, Any]] = field(default_factory=list)
+    proposals: list[dict[str, Any]] = field(default_factory=list)  # already staged
+    loaded_tools: list[str] = field(default_factory=list)  # deferred tools the model loaded
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "output": self.output,
+            "code": self.code,
+            "error": self.error,
+            "steps": self.steps,
+            "toolCalls": self.tool_calls,
+            "llmCalls": self.llm_calls,
+            "warnings": self.warnings,
+            "events": self.events,
+            "notifications": self.notifications,
+            "forms": self.forms,
+            "loadedTools": self.loaded_tools,
+        }
 
     def fail(self, code: str, message: str) -> AgentRun:
         self.status, self.code, self.error = "failed", code, message
@@ -175,11 +199,14 @@ class _Loop:
         output_schema: Mapping[str, Any] | None,
         on_text: Callable[[str], None] | None,
         clock: Callable[[], float],
+        deferred: Sequence[ToolSpec] = (),
     ) -> None:
         self.config = config
         self.endpoint = endpoint
         self.messages = list(messages)
-        self.tools = tools
+        self.tools = list(tools)
+        # Deferred tools are not sent until the model loads them by name with load-tools.
+        self.deferred: dict[str, ToolSpec] = {t.name: t for t in deferred}
         self.execute = execute
         self.output_schema = output_schema
         self.on_text = on_text
@@ -207,8 +234,14 @@ class _Loop:
         )
 
     # --- model calls -----------------------------------------------------------------------
+    def offered(self) -> list[ToolSpec]:
+        if not self.deferred:
+            return self.tools
+        return [*self.tools, load_tools_spec(self.deferred.values())]
+
     def ask(self, *, tools_off: bool) -> ChatResult:
-        tools = None if tools_off or not self.tools else [t.as_openai() for t in self.tools]
+        offer = self.offered()
+        tools = None if tools_off or not offer else [t.as_openai() for t in offer]
         choice = None if tools is None else self.config.forced_choice
         before = self.clock()
         result = chat(
@@ -306,6 +339,8 @@ class _Loop:
             self.run.tool_calls.append(record)
             if not outcome.ok:
                 continue
+            if call.name == LOAD_TOOLS:
+                continue  # loading tools is bookkeeping, never the run's work
             if call.name == RUNTIME_DONE:
                 # runtime-done completes an explicit run; it never counts as tool use.
                 if self.config.completion_require != "tool-use":
@@ -319,7 +354,13 @@ class _Loop:
         return None
 
     def call_tool(self, name: str, raw_arguments: str) -> ToolOutcome:
-        if name not in {t.name for t in self.tools}:
+        if name in self.deferred:
+            return ToolOutcome(
+                False,
+                error=f"tool {name!r} is deferred: call {LOAD_TOOLS} with its name first",
+            )
+        offered = {t.name for t in self.offered()}
+        if name not in offered:
             return ToolOutcome(
                 False, error=f"unknown tool {name!r}: it is not offered to this runtime"
             )
@@ -329,11 +370,30 @@ class _Loop:
             return ToolOutcome(False, error="tool arguments are not valid JSON")
         if not isinstance(arguments, dict):
             return ToolOutcome(False, error="tool arguments must be a JSON object")
+        if name == LOAD_TOOLS and LOAD_TOOLS not in {t.name for t in self.tools}:
+            return self.load_tools(arguments)
         try:
             return self.execute(name, arguments)
         except Exception as exc:  # a tool's failure is reported to the model, never raised
             logger.warning("tool %s failed: %s", name, exc)
             return ToolOutcome(False, error=str(exc))
+
+    def load_tools(self, arguments: dict[str, Any]) -> ToolOutcome:
+        names = arguments.get("names")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            return ToolOutcome(False, error="load-tools needs names: a non-empty list of tool names")
+        names = list(dict.fromkeys(names))  # a name asked for twice is loaded once
+        unknown = [n for n in names if n not in self.deferred]
+        if unknown:
+            return ToolOutcome(
+                False,
+                error=f"not deferred tools of this runtime: {', '.join(unknown)}; "
+                f"deferred: {', '.join(self.deferred) or 'none left'}",
+            )
+        for name in names:
+            self.tools.append(self.deferred.pop(name))
+            self.run.loaded_tools.append(name)
+        return ToolOutcome(True, {"loaded": names, "stillDeferred": list(self.deferred)})
 
     def is_looping(self, result: ChatResult) -> bool:
         signature = json.dumps([(c.name, c.arguments) for c in result.tool_calls])
@@ -439,9 +499,8 @@ class _Loop:
             return self.run.fail(code, message)
         result = self.ask(tools_off=True)
         done = self.finish_with_text(result.content)
-        return (
-            done if done is not None and done.status == "success" else self.run.fail(code, message)
-        )
+        # An answer that fails its own check (output-invalid) says more than the step limit.
+        return done if done is not None else self.run.fail(code, message)
 
 
 def run_agent(
@@ -454,8 +513,12 @@ def run_agent(
     output_schema: Mapping[str, Any] | None = None,
     on_text: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    deferred: Sequence[ToolSpec] = (),
 ) -> AgentRun:
-    """Run one agent runtime to completion or failure. Never raises for model or tool trouble."""
+    """Run one agent runtime to completion or failure. Never raises for model or tool trouble.
+
+    deferred: tools offered only after the model names them in a load-tools call.
+    """
     config = LoopConfig.from_runtime(runtime)
     if config.completion_require == "explicit" and RUNTIME_DONE not in {t.name for t in tools}:
         done = ToolSpec(
@@ -467,7 +530,32 @@ def run_agent(
         def execute(name: str, args: dict[str, Any]) -> ToolOutcome:
             return ToolOutcome(True, {"done": True}) if name == RUNTIME_DONE else inner(name, args)
 
-    return _Loop(config, endpoint, messages, tools, execute, output_schema, on_text, clock).go()
+    return _Loop(
+        config, endpoint, messages, tools, execute, output_schema, on_text, clock, deferred
+    ).go()
+
+
+def load_tools_spec(deferred: Iterable[ToolSpec]) -> ToolSpec:
+    """The load-tools builtin: its description lists what can be loaded, one line per tool."""
+    specs = list(deferred)
+    lines = "\n".join(f"- {t.name}: {t.description.splitlines()[0] if t.description else ''}" for t in specs)
+    return ToolSpec(
+        LOAD_TOOLS,
+        "Load deferred tools by name so that you can call them from the next step on. "
+        f"Deferred tools:\n{lines}",
+        {
+            "type": "object",
+            "required": ["names"],
+            "additionalProperties": False,
+            "properties": {
+                "names": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "string", "enum": [t.name for t in specs]},
+                }
+            },
+        },
+    )
 
 
 def _as_text(outcome: ToolOutcome) -> str:

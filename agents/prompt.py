@@ -90,7 +90,8 @@ def self_data_block(spec: Mapping[str, Any], entries: Sequence[DataEntry]) -> st
             text = json.dumps(entry.value, ensure_ascii=False)
             if len(text) > SUMMARY_VALUE_CHARS:
                 text = text[:SUMMARY_VALUE_CHARS] + "…"
-            lines.append(f"{entry.key} (updated {entry.updated_at}): {text}")
+            when = f" (updated {entry.updated_at})" if entry.updated_at else ""
+            lines.append(f"{entry.key}{when}: {text}")
     return f"<{tag}>\n" + "\n".join(lines) + f"\n</{tag}>"
 
 

@@ -16,3 +16,13 @@ def endpoint_for_slot(*, slot: str) -> Endpoint:
         api_key=row.api_key(),
         max_output_tokens=row.max_output_tokens,
     )
+
+
+def slot_configured(*, slot: str) -> bool:
+    """Whether staff pointed this slot at an endpoint (session pages pre-select model packages)."""
+    return ModelSlot.objects.filter(name=slot, enabled=True).exists()
+
+
+def slot_names() -> list[str]:
+    """Names of the slots staff configured and enabled, for settings panels and slot pickers."""
+    return list(ModelSlot.objects.filter(enabled=True).order_by("name").values_list("name", flat=True))

@@ -17,8 +17,13 @@ from typing import Any
 
 
 class StandInModel:
-    def __init__(self, replies: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, replies: list[dict[str, Any]] | None = None, *, exhausted_status: int = 500
+    ) -> None:
         self.replies: list[dict[str, Any]] = list(replies or [])
+        # What a request past the script gets: 500 by default; runtime cases use a non-transient
+        # 400 so that a run asking for more than was scripted fails at once, without retries.
+        self.exhausted_status = exhausted_status
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -43,7 +48,10 @@ class StandInModel:
         with self._lock:
             self.requests.append(body)
             if not self.replies:
-                return {"status": 500, "content": "stand-in: no scripted reply left"}
+                return {
+                    "status": self.exhausted_status,
+                    "content": "stand-in: no scripted reply left",
+                }
             return self.replies.pop(0)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -36,9 +36,11 @@ ORIGIN_LABELS = {
 
 def model_slots() -> list[str]:
     """The model slot names a `slot` setting may take, built-ins first, without duplicates."""
+    from agents.selectors import slot_names  # staff-configured slots count too
+
     extra = getattr(settings, "COVEL_MODEL_SLOTS", None) or ()
     names: list[str] = []
-    for name in (*BUILTIN_MODEL_SLOTS, *extra):
+    for name in (*BUILTIN_MODEL_SLOTS, *extra, *slot_names()):
         if isinstance(name, str) and name and name not in names:
             names.append(name)
     return names

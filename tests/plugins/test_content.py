@@ -18,7 +18,7 @@ PLUGINS_DIR = Path(__file__).resolve().parents[2] / "plugins"
 SCHEMA_FILES = sorted(PLUGINS_DIR.glob("*/schemas/*.json"))
 UI_FILES = sorted(PLUGINS_DIR.glob("*/ui/*.json"))
 # Builtin tools a scripted model may call besides the package's own.
-BUILTIN_TOOLS = {"runtime-done"}
+BUILTIN_TOOLS = {"runtime-done", "load-tools"}
 
 
 def manifests() -> list[Manifest]:

@@ -216,9 +216,14 @@ def test_slider_without_bounds_uses_zero_to_hundred() -> None:
     assert check_value(spec, -1, slots=SLOTS)[1].code == "below-min"
 
 
+@pytest.mark.django_db
 def test_model_slots_include_configured_ones(settings) -> None:
+    from agents.models import ModelSlot
     from worlds.selectors import model_slots
 
     assert model_slots() == ["story", "plugin", "utility", "memory"]
     settings.COVEL_MODEL_SLOTS = ["vision", "story"]
     assert model_slots() == ["story", "plugin", "utility", "memory", "vision"]
+    # Slots staff configured in the admin are offered too.
+    ModelSlot.objects.create(name="summaries", base_url="https://m.example/v1", model="m")
+    assert model_slots()[-1] == "summaries"

@@ -116,7 +116,8 @@ def test_world_page_query_count_does_not_grow_with_plugins(client: Client, harbo
     with CaptureQueriesContext(connection) as four:
         html = client.get(WORLD_URL).content.decode()
     assert 'id="panel-weather"' in html
-    assert len(four.captured_queries) == len(three.captured_queries) <= 2
+    # The world, its packages and the configured model slots.
+    assert len(four.captured_queries) == len(three.captured_queries) <= 3
 
 
 def test_saving_the_world_panel_writes_db_and_file(harbor, alice) -> None:

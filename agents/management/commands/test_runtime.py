@@ -1,0 +1,43 @@
+"""python manage.py test_runtime PLUGIN_PATH [--case NAME] [--pretty]
+
+Runs the package's tests/runtime-cases.json in mock mode (agents.cases) and prints
+{"status": "ok"|"failed", "mode": "mock", "pluginId", "cases": [...]}. Exit codes: 0 when every
+case passes, 1 when any fails, 2 for bad arguments (no folder, no PLUGIN.md, no or malformed
+cases file, an unknown --case). `Unsupported rpc` notices go to stderr, so stdout stays JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agents.cases import CaseFileError, run_cases
+
+
+class Command(BaseCommand):
+    help = "Run a package's offline runtime cases (tests/runtime-cases.json) against a scripted model."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("plugin_path", help="the package folder (the one holding PLUGIN.md)")
+        parser.add_argument("--case", dest="case", default=None, help="run only the case with this name")
+        parser.add_argument("--pretty", action="store_true", help="indent the JSON output")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        root = Path(options["plugin_path"]).expanduser()
+        try:
+            report = run_cases(root, case_name=options["case"],
+                               notice=lambda text: self.stderr.write(text))
+        except CaseFileError as exc:
+            raise CommandError(str(exc), returncode=2) from exc
+        text = json.dumps(report.as_dict(), indent=2 if options["pretty"] else None,
+                          ensure_ascii=False, default=str)
+        self.stdout.write(text)
+        if report.exit_code:
+            failed = [c["name"] for c in report.cases if c["status"] != "passed"]
+            self.stderr.write(f"failed cases: {', '.join(failed)}")
+            self.stdout.flush()
+            sys.exit(report.exit_code)
