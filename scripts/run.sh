@@ -13,5 +13,6 @@ $PY manage.py sync_sources
 
 trap 'kill 0' EXIT INT TERM
 .venv/bin/celery -A config worker --beat --loglevel=info --concurrency=2 &
-$PY manage.py runserver "${HUB_ADDR:-127.0.0.1:8000}" --noreload &
+# --insecure: runserver serves /static/ itself, as the embedded default has no web server in front.
+$PY manage.py runserver "${HUB_ADDR:-127.0.0.1:8000}" --noreload --insecure &
 wait
