@@ -3,6 +3,7 @@
 Every function takes a catalogue Manifest (the loader's output), never YAML text. Results are
 plain dataclasses; failures raise pluginhost.errors exceptions with a stable code.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,6 +21,8 @@ from .host import NodeHost, get_host
 
 DEFAULT_TOOL_TIMEOUT = 30.0
 DEFAULT_FUNCTION_TIMEOUT = 60.0
+# A guard only decides whether its runtime runs: it must be quick.
+DEFAULT_GUARD_TIMEOUT = 10.0
 LOAD_TIMEOUT = 15.0
 # Node never frees an imported module; after this many (re)loads a host starts afresh.
 MAX_LOADS_PER_HOST = 500
@@ -131,11 +134,20 @@ def load_request(manifest: Manifest) -> dict[str, Any]:
     runtimes = []
     for runtime in manifest.runtimes:
         handler = _handler_path(manifest, runtime)
-        if handler is None:
+        # The loader has made the guard path package-relative and checked it stays inside.
+        guard = runtime.data.get("guard")
+        if handler is None and guard is None:
             continue
         function = thaw(runtime.data.get("function") or {})
-        runtimes.append({"id": runtime.id, "handler": handler, "tools": function.get("tools") or {},
-                         "timeoutMs": function.get("timeoutMs")})
+        runtimes.append(
+            {
+                "id": runtime.id,
+                "handler": handler,
+                "guard": guard,
+                "tools": function.get("tools") or {},
+                "timeoutMs": function.get("timeoutMs"),
+            }
+        )
     return {
         "package": manifest.id,
         "root": str(Path(manifest.path).resolve()),
@@ -217,7 +229,9 @@ def _call(
     for attempt in (1, 2):
         plugin_load(manifest=manifest, host=host, callbacks=callbacks)
         try:
-            return host.request(method, {"package": manifest.id, **params}, callbacks=callbacks, timeout=timeout)
+            return host.request(
+                method, {"package": manifest.id, **params}, callbacks=callbacks, timeout=timeout
+            )
         except PluginCallError as exc:
             if exc.code != "package_not_loaded" or attempt == 2:
                 raise
@@ -241,7 +255,10 @@ def plugin_tool_call(
     plugin's code and hint), PluginTimeout, HostCrashed.
     """
     answer = _call(
-        manifest, host, callbacks, "tool",
+        manifest,
+        host,
+        callbacks,
+        "tool",
         {"tool": tool, "args": dict(args), "context": dict(context or {})},
         timeout or DEFAULT_TOOL_TIMEOUT,
     )
@@ -265,7 +282,10 @@ def plugin_rpc_call(
 ) -> Any:
     """Run one RPC action (30 s by default: ctx.signal aborts, later ctx.store calls are refused)."""
     answer = _call(
-        manifest, host, callbacks, "rpc",
+        manifest,
+        host,
+        callbacks,
+        "rpc",
         {"action": action, "payload": payload, "context": dict(context or {})},
         timeout or rpc_timeout(),
     )
@@ -289,10 +309,19 @@ def plugin_function_call(
     runtime_manifest = manifest.runtime(runtime)
     runtime_id = runtime_manifest.id if runtime_manifest else runtime
     if timeout is None:
-        written = (runtime_manifest.data.get("function") or {}).get("timeoutMs") if runtime_manifest else None
+        written = (
+            (runtime_manifest.data.get("function") or {}).get("timeoutMs")
+            if runtime_manifest
+            else None
+        )
         timeout = float(written) / 1000.0 if written else DEFAULT_FUNCTION_TIMEOUT
     answer = _call(
-        manifest, host, callbacks, "function", {"runtime": runtime_id, "context": dict(context or {})}, timeout
+        manifest,
+        host,
+        callbacks,
+        "function",
+        {"runtime": runtime_id, "context": dict(context or {})},
+        timeout,
     )
     return FunctionResult(
         result=answer["result"],
@@ -300,6 +329,40 @@ def plugin_function_call(
         proposals=answer.get("proposals") or [],
         emitted_events=answer.get("emittedEvents") or [],
     )
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    skip: bool
+    reason: str | None = None
+
+
+def plugin_guard_call(
+    *,
+    manifest: Manifest,
+    runtime: str,
+    callbacks: HostCallbacks,
+    context: Mapping[str, Any] | None = None,
+    timeout: float = DEFAULT_GUARD_TIMEOUT,
+    host: NodeHost | None = None,
+) -> GuardResult:
+    """Run a runtime's guard module before the runtime: it may skip it, with a reason.
+
+    The guard gets a read-only ctx (inputs, playerMessage, playerActions, manualPayload, world,
+    userSettings, locale, store reads); it answers { skip: true, reason } to skip, anything
+    else lets the runtime run.
+    """
+    runtime_manifest = manifest.runtime(runtime)
+    runtime_id = runtime_manifest.id if runtime_manifest else runtime
+    answer = _call(
+        manifest,
+        host,
+        callbacks,
+        "guard",
+        {"runtime": runtime_id, "context": dict(context or {})},
+        timeout,
+    )
+    return GuardResult(skip=bool(answer.get("skip")), reason=answer.get("reason"))
 
 
 def plugin_form_validate(
@@ -314,11 +377,18 @@ def plugin_form_validate(
 ) -> FormVerdict:
     """Run a form validator (synchronous by rule; no host capabilities)."""
     answer = _call(
-        manifest, host, RefusingCallbacks(), "validateForm",
+        manifest,
+        host,
+        RefusingCallbacks(),
+        "validateForm",
         {"name": name, "values": dict(values), "data": data, "context": dict(context or {})},
         timeout,
     )
-    return FormVerdict(ok=answer["ok"], form_error=answer.get("formError"), field_errors=answer.get("fieldErrors") or [])
+    return FormVerdict(
+        ok=answer["ok"],
+        form_error=answer.get("formError"),
+        field_errors=answer.get("fieldErrors") or [],
+    )
 
 
 def plugin_service_call(
@@ -337,7 +407,12 @@ def plugin_service_call(
     Raises PluginCallError invalid_service_input / invalid_service_output with per-path details.
     """
     answer = _call(
-        manifest, host, callbacks, "service", {"contract": contract, "input": input, "callerPluginId": caller}, timeout
+        manifest,
+        host,
+        callbacks,
+        "service",
+        {"contract": contract, "input": input, "callerPluginId": caller},
+        timeout,
     )
     return ServiceResult(output=answer["output"], operations=answer.get("operations") or [])
 
@@ -354,7 +429,12 @@ def plugin_hook_call(
 ) -> list[dict[str, Any]]:
     """Run the package's hooks for one lifecycle event, in registration order; their results."""
     answer = _call(
-        manifest, host, callbacks, "hook", {"event": event, "payload": payload, "context": dict(context or {})}, timeout
+        manifest,
+        host,
+        callbacks,
+        "hook",
+        {"event": event, "payload": payload, "context": dict(context or {})},
+        timeout,
     )
     return answer["results"]
 
@@ -370,7 +450,14 @@ def plugin_registrations_extract(
     try:
         answer = host.request(
             "load",
-            {"package": package, "root": str(root.resolve()), "entry": entry, "declared": {}, "runtimes": [], "mode": "extract"},
+            {
+                "package": package,
+                "root": str(root.resolve()),
+                "entry": entry,
+                "declared": {},
+                "runtimes": [],
+                "mode": "extract",
+            },
             callbacks=RefusingCallbacks(),
             timeout=timeout,
             during_load=True,

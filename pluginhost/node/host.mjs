@@ -387,12 +387,16 @@ async function loadPackage(params, call) {
   for (const e of registration.extensions) pkg.extensions.set(`${e.point}/${e.id}`, e);
   pkg.hooks = registration.hooks;
   for (const runtime of params.runtimes ?? []) {
-    if (!runtime.handler) continue;
-    const module = await current.run({ package: pkg.id, runtime: runtime.id, call }, () => importInside(root, path.resolve(root, runtime.handler), tag, `handler of runtime ${runtime.id}`));
-    if (typeof module.default !== "function") {
-      throw new HostError("handler_invalid", `handler ${runtime.handler} of runtime ${runtime.id} must default-export a function`);
+    const loaded = { ...runtime, handler: null, guard: null };
+    for (const part of ["handler", "guard"]) {
+      if (!runtime[part]) continue;
+      const module = await current.run({ package: pkg.id, runtime: runtime.id, call }, () => importInside(root, path.resolve(root, runtime[part]), tag, `${part} of runtime ${runtime.id}`));
+      if (typeof module.default !== "function") {
+        throw new HostError(`${part}_invalid`, `${part} ${runtime[part]} of runtime ${runtime.id} must default-export a function`);
+      }
+      loaded[part] = module.default;
     }
-    pkg.runtimes.set(runtime.id, { ...runtime, handler: module.default });
+    pkg.runtimes.set(runtime.id, loaded);
   }
   packages.set(pkg.id, pkg);
   return {
@@ -401,7 +405,8 @@ async function loadPackage(params, call) {
     actions: registration.actions.map((a) => a.name),
     forms: registration.forms.map((f) => f.name),
     extracted: extracted(registration),
-    runtimes: [...pkg.runtimes.keys()],
+    runtimes: [...pkg.runtimes.values()].filter((r) => r.handler).map((r) => r.id),
+    guards: [...pkg.runtimes.values()].filter((r) => r.guard).map((r) => r.id),
   };
 }
 
@@ -638,7 +643,7 @@ const methods = {
   async function(params, call) {
     const pkg = packageOf(params.package);
     const runtime = pkg.runtimes.get(params.runtime);
-    if (!runtime) throw new HostError("runtime_not_found", `package ${pkg.id} has no function runtime "${params.runtime}"`);
+    if (!runtime?.handler) throw new HostError("runtime_not_found", `package ${pkg.id} has no function runtime "${params.runtime}"`);
     const c = params.context ?? {};
     const allowed = allowedTools(pkg, runtime);
     const builtin = new Set(runtime.tools?.builtin ?? []);
@@ -689,6 +694,33 @@ const methods = {
       proposals: [...call.proposals, ...normal.pendingProposals],
       emittedEvents: normal.emittedEvents,
     };
+  },
+
+  async guard(params, call) {
+    const pkg = packageOf(params.package);
+    const runtime = pkg.runtimes.get(params.runtime);
+    if (!runtime?.guard) throw new HostError("guard_not_found", `runtime ${params.runtime} of ${pkg.id} has no guard`);
+    const c = params.context ?? {};
+    // Read-only: a guard decides whether its runtime runs and changes nothing.
+    const ctx = {
+      sessionId: c.sessionId ?? null,
+      pluginId: pkg.id,
+      runtimeId: runtime.id,
+      playerMessage: c.playerMessage ?? "",
+      playerActions: c.playerActions ?? [],
+      manualPayload: c.manualPayload,
+      inputs: c.inputs ?? {},
+      world: c.world ?? null,
+      userSettings: c.userSettings ?? {},
+      locale: c.locale ?? null,
+      logicalTurn: c.logicalTurn,
+      store: makeStore(call),
+      signal: call.controller.signal,
+      logger: makeLogger(call),
+    };
+    const verdict = await runtime.guard(ctx);
+    const skip = verdict?.skip === true;
+    return { skip, reason: skip ? String(verdict.reason ?? "skipped by its guard") : null };
   },
 
   async validateForm(params) {
