@@ -120,6 +120,19 @@ COVEL_PLUGIN_RPC_TIMEOUT_MS = env_int("COVEL_PLUGIN_RPC_TIMEOUT_MS", 30000)
 # Tests serve HTTPS on loopback; production never lets plugin code reach private addresses.
 COVEL_HTTP_ALLOW_PRIVATE = env_bool("COVEL_HTTP_ALLOW_PRIVATE", False)
 
+# --- Detached jobs (jobs/, docs/jobs.md) ----------------------------------------------------
+# A worker renews a running job's lease every third of this; the reaper orphans a job whose
+# lease expired (its worker died), so a dead worker holds up settle waits for about this long.
+COVEL_JOB_LEASE_SECONDS = env_int("COVEL_JOB_LEASE_SECONDS", 30)
+# How often Celery beat runs jobs.reap_orphans (orphans expired leases, re-sends lost messages).
+COVEL_JOB_REAP_INTERVAL_SECONDS = env_int("COVEL_JOB_REAP_INTERVAL_SECONDS", 10)
+# A queued job nobody claimed for this long gets its message re-sent (then 2x, 4x ... later).
+COVEL_JOB_RESEND_AFTER_SECONDS = env_int("COVEL_JOB_RESEND_AFTER_SECONDS", 60)
+# The longest any job may run (a larger maxExecutionMs is clamped): below the visibility timeout.
+COVEL_JOB_EXECUTION_CEILING_MS = env_int("COVEL_JOB_EXECUTION_CEILING_MS", 1_800_000)
+# Optional dedicated Celery queue for job messages (empty: Celery's default queue).
+COVEL_JOBS_QUEUE = env_str("COVEL_JOBS_QUEUE")
+
 # --- Celery ---------------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
@@ -135,11 +148,15 @@ else:
     for _sub in ("out", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's file-system transport with atomic message writes (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # The folder broker polls once a second by default: a second added to every job.
+        "polling_interval": 0.1,
         # Broadcast exchanges (worker control) live here too, not in the current directory.
         "control_folder": str(_broker_dir / "control"),
     }
@@ -152,8 +169,19 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # One message at a time per worker process: long jobs never hide queued ones behind them.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# When the broker connection drops, Redis redelivers unacked messages anyway: stop the running
+# copies rather than let two run (the job's claim protects the row, this protects CPU and bills).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# Celery's Django fixup otherwise closes the database connection before and after every task;
+# a reconnect per job costs more than a short job (about 2x jobs/s on PostgreSQL, bench/jobs.py).
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 100)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Orphans jobs whose lease expired and re-sends lost messages (jobs/services.py).
+    "jobs-reap-orphans": {"task": "jobs.reap_orphans", "schedule": float(COVEL_JOB_REAP_INTERVAL_SECONDS)},
+    # Starts due source-plugin jobs (sources/services.py); a job starts at most 5 s late.
+    "sources-dispatch-jobs": {"task": "sources.dispatch_jobs", "schedule": 5.0},
+}
 CELERY_TIMEZONE = "UTC"
 
 LOGGING = {

@@ -6,10 +6,7 @@ from celery import shared_task
 
 from sources import services
 
-# How often beat looks for due source jobs; a job is late by at most this much.
-DISPATCH_EVERY_SECONDS = 5.0
-DISPATCH_ENTRY = "sources-dispatch-jobs"
-
+# Beat runs sources.dispatch_jobs every 5 s (config/settings.py, CELERY_BEAT_SCHEDULE).
 
 @shared_task(name="sources.dispatch_jobs", ignore_result=True)
 def source_jobs_dispatch() -> int:
@@ -21,6 +18,3 @@ def source_job_run(run_id: int) -> str:
     run = services.source_job_run_execute(run_id=run_id)
     return run.outcome if run is not None else "gone"
 
-
-def beat_entry() -> dict:
-    return {"task": "sources.dispatch_jobs", "schedule": DISPATCH_EVERY_SECONDS}

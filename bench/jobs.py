@@ -1,0 +1,261 @@
+"""Detached jobs benchmark, on real Celery worker processes and Redis.
+
+1. Bare Celery: N no-op tasks (`jobs.noop`, one Redis INCR each so we know when all ran) on the
+   same broker and workers: the floor.
+2. Jobs: N trivial jobs (runner "noop") enqueued in one transaction, each claimed, run,
+   committed and settled through the database: jobs/s from the commit to the last one finished.
+3. Settle release latency: K times, enqueue one settle job and wait for it with settle_wait; the
+   latency is from the job's commit (its finished_at) to the waiting action resuming. p50/p95.
+
+Targets (issue 8): jobs/s at least half the bare rate; release p95 under 50 ms on Redis.
+
+Run from the checkout:
+    .venv/bin/python bench/jobs.py [--jobs 400] [--settle 60] [--concurrency 2]
+It uses a throw-away SQLite database in a temp folder; DATABASE_URL measures PostgreSQL instead
+(that database is migrated and gets bench rows). REDIS_URL (default redis://127.0.0.1:6379/7)
+is the broker and the notification channel; `--broker filesystem` measures the embedded default
+(no Redis: folder broker, database polling) for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=400)
+    parser.add_argument("--settle", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--broker", choices=["redis", "filesystem"], default="redis")
+    parser.add_argument(
+        "--db-reuse",
+        type=int,
+        default=None,
+        help="CELERY_DB_REUSE_MAX for the worker (Celery otherwise reconnects to the database "
+        "around every task)",
+    )
+    args = parser.parse_args()
+
+    temp = Path(tempfile.mkdtemp(prefix="covel-bench-jobs-"))
+    queue = f"covel-bench-jobs-{uuid.uuid4().hex[:8]}"
+    os.environ["COVEL_VAR_DIR"] = str(temp)
+    os.environ["COVEL_JOBS_QUEUE"] = queue
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{temp / 'bench.sqlite3'}")
+    if args.broker == "redis":
+        os.environ["REDIS_URL"] = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/7"
+    else:
+        os.environ["REDIS_URL"] = ""
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    if args.broker == "filesystem":
+        settings.CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.02
+    call_command("migrate", verbosity=0, interactive=False)
+    print(f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, "
+          f"broker: {args.broker} ({os.environ['REDIS_URL'] or 'folder'}), "
+          f"workers: 1 x {args.concurrency} processes, "
+          f"CELERY_DB_REUSE_MAX={args.db_reuse or 'unset'}")  # fmt: skip
+
+    worker = start_worker(
+        concurrency=args.concurrency,
+        queue=queue,
+        temp=temp,
+        broker=args.broker,
+        db_reuse=args.db_reuse,
+    )
+    try:
+        run(args, queue)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+        if os.environ["REDIS_URL"]:
+            # The bench's private queue, its bindings and its counter leave no trace in Redis.
+            import redis
+
+            client = redis.Redis.from_url(os.environ["REDIS_URL"])
+            keys = list(client.scan_iter(match=f"*{queue}*"))
+            if keys:
+                client.delete(*keys)
+
+
+def start_worker(
+    *, concurrency: int, queue: str, temp: Path, broker: str, db_reuse: int | None
+) -> subprocess.Popen:
+    log = temp / "worker.log"
+    env = dict(os.environ)
+    # The worker runs the project's settings plus only what the command line asked for.
+    overrides = ["from config.settings import *  # noqa"]
+    if broker == "filesystem":
+        overrides.append("CELERY_BROKER_TRANSPORT_OPTIONS['polling_interval'] = 0.02")
+    if db_reuse:
+        overrides.append(f"CELERY_DB_REUSE_MAX = {db_reuse}")
+    (temp / "bench_jobs_worker_settings.py").write_text("\n".join(overrides) + "\n")
+    env["DJANGO_SETTINGS_MODULE"] = "bench_jobs_worker_settings"
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(temp)])
+    command = [
+        str(Path(sys.executable).with_name("celery")), "-A", "config", "worker", "-P", "prefork",
+        "-c", str(concurrency), "-Q", queue, "-l", os.environ.get("BENCH_WORKER_LOG", "warning"), "--without-gossip",
+        "--without-mingle", "--without-heartbeat", "-n", f"{queue}@%h",
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    # Ready when a bare task has run (the INCR or, without Redis, a no-op job).
+    time.sleep(1.0)
+    if process.poll() is not None:
+        raise SystemExit(f"the worker did not start:\n{log.read_text()[-3000:]}")
+    return process
+
+
+def run(args: argparse.Namespace, queue: str) -> None:
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from django.db.models import Count
+
+    from catalogue.models import Package
+    from jobs.models import UNFINISHED_STATES, RuntimeJob
+    from jobs.notify import _client, redis_url
+    from jobs.services import job_enqueue, job_options_clean
+    from jobs.settle import settle_wait
+    from jobs.tasks import noop
+    from sessions.models import Session
+    from worlds.models import World
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-jobs")
+    world, _ = World.objects.get_or_create(world_id="bench-jobs", defaults={"name": "Bench"})
+    session = Session.objects.create(world=world, owner=user, title="bench")
+
+    def enqueue(count: int, *, settle: bool = False, prefix: str = "r") -> list[int]:
+        with transaction.atomic():
+            return [
+                job_enqueue(
+                    session_id=session.pk,
+                    plugin_id="bench",
+                    runtime_id=f"{prefix}{i}",
+                    runner="noop",
+                    options=job_options_clean(settle=settle),
+                ).pk
+                for i in range(count)
+            ]
+
+    def wait_jobs(pks: list[int], timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while RuntimeJob.objects.filter(pk__in=pks, state__in=UNFINISHED_STATES).exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("jobs did not finish in time")
+            time.sleep(0.005)
+
+    # A bundled package: always usable, so every job passes the staleness check for real.
+    Package.objects.get_or_create(
+        package_id="bench",
+        defaults={
+            "version": "1.0.0",
+            "source_dir": "/nonexistent/bench",
+            "trust": Package.Trust.BUNDLED,
+            "state": Package.State.LOADED,
+            "content_hash": "0" * 64,
+        },
+    )
+
+    # Warm up: worker pool processes connected, first imports done.
+    wait_jobs(enqueue(10, prefix="warm"), timeout=60)
+
+    def bare_round(n: int) -> float | None:
+        if not redis_url():
+            return None  # the folder broker has nothing to count with: no floor to show
+        client = _client(redis_url())
+        key = f"{queue}:count"
+        client.delete(key)
+        start = time.perf_counter()
+        for _ in range(n):
+            noop.apply_async(args=[key], queue=queue)
+        while int(client.get(key) or 0) < n:
+            time.sleep(0.002)
+        return n / (time.perf_counter() - start)
+
+    def jobs_round(n: int, prefix: str) -> float:
+        start = time.perf_counter()
+        # Like turns: a few jobs per committed transaction, so workers start while we enqueue.
+        pks: list[int] = []
+        for batch in range(0, n, 5):
+            pks += enqueue(min(5, n - batch), prefix=f"{prefix}{batch}-")
+        wait_jobs(pks)
+        rate = n / (time.perf_counter() - start)
+        states = dict(
+            RuntimeJob.objects.filter(pk__in=pks)
+            .order_by()
+            .values_list("state")
+            .annotate(n=Count("id"))
+            .values_list("state", "n")
+        )
+        if states != {"succeeded": n}:
+            raise SystemExit(f"not every job succeeded: {states}")
+        return rate
+
+    # Alternate the two, several rounds: a shared machine's load then hits both alike.
+    bare_rates: list[float] = []
+    job_rates: list[float] = []
+    for r in range(args.rounds):
+        bare = bare_round(args.jobs)
+        if bare is not None:
+            bare_rates.append(bare)
+        job_rates.append(jobs_round(args.jobs, prefix=f"round{r}-"))
+    fmt = ", ".join
+    if bare_rates:
+        print(f"bare Celery no-op tasks: {statistics.median(bare_rates):8.1f} tasks/s median "
+              f"({fmt(f'{x:.0f}' for x in bare_rates)}; {args.jobs} tasks a round)")  # fmt: skip
+    print(f"trivial jobs:            {statistics.median(job_rates):8.1f} jobs/s median "
+          f"({fmt(f'{x:.0f}' for x in job_rates)}; {args.jobs} jobs a round, all succeeded)")  # fmt: skip
+    if bare_rates:
+        ratio = statistics.median(job_rates) / statistics.median(bare_rates)
+        verdict = "meets" if ratio >= 0.5 else "MISSES"
+        print(f"jobs / bare:             {ratio:8.2f}   ({verdict} the target of at least 0.5)")
+
+    latencies: list[float] = []
+    for i in range(args.settle):
+        [pk] = enqueue(1, settle=True, prefix=f"settle{i}-")
+        outcome = settle_wait(session_id=session.pk, record=False)
+        resumed = time.time()
+        job = RuntimeJob.objects.get(pk=pk)
+        if outcome.timed_out or job.finished_at is None:
+            raise SystemExit(f"settle job {pk} did not finish: {job.state}")
+        latencies.append((resumed - job.finished_at.timestamp()) * 1000)
+    p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
+    verdict = "meets" if p95 < 50 else "MISSES"
+    print(f"settle release latency:  p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  max "
+          f"{max(latencies):6.1f} ms  mean {statistics.mean(latencies):6.1f} ms "
+          f"({args.settle} waits; {verdict} the p95 < 50 ms target)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""What a job runs, and the checks around it.
+
+Runners are a registry: settings.COVEL_JOB_RUNNERS maps a runner kind (RuntimeJob.runner) to the
+dotted path of a callable `runner(job, ctx) -> RunResult | None`, imported on first use. The
+turn pipeline will register the real "runtime" runner; tests register their own kinds.
+
+A runner never writes to the session itself: it returns a RunResult whose `commit` callable the
+job calls inside its commit transaction, so a job that times out, is cancelled or goes stale
+saves nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from jobs.errors import JobStopped, RunnerNotFound
+
+if TYPE_CHECKING:
+    from jobs.models import RuntimeJob
+
+DEFAULT_RUNNERS: dict[str, str] = {
+    "runtime": "jobs.runners.run_runtime",
+    # Does nothing: the benchmark's trivial job and a smoke check of a deployment's workers.
+    "noop": "jobs.runners.run_noop",
+}
+
+
+@dataclass
+class RunResult:
+    """What a runner hands back: a JSON result kept on the job row, and the writes to commit."""
+
+    result: Any = None
+    # Called inside the job's commit transaction; raising rolls the writes back and fails the job.
+    commit: Callable[[], None] | None = None
+
+
+@dataclass
+class JobContext:
+    """Handed to a runner: when it must stop, and a sleep that wakes up when it must."""
+
+    job_id: str
+    deadline: float | None  # time.monotonic() value; None when no execution limit applies
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    stop_reason: str = ""
+
+    def remaining_ms(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return max(0.0, (self.deadline - time.monotonic()) * 1000)
+
+    def should_stop(self) -> bool:
+        if self.stop_event.is_set():
+            return True
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def check(self) -> None:
+        """Raise JobStopped when the job must stop (call it between steps of long work)."""
+        if self.should_stop():
+            raise JobStopped(self.stop_reason or "execution deadline reached")
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, but stop early (raising JobStopped) when the job is stopped."""
+        end = time.monotonic() + seconds
+        while True:
+            self.check()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            wait = left if self.deadline is None else min(left, self.deadline - time.monotonic())
+            self.stop_event.wait(max(0.0, wait))
+
+
+def runner_registry() -> dict[str, str]:
+    return {**DEFAULT_RUNNERS, **getattr(settings, "COVEL_JOB_RUNNERS", {})}
+
+
+def resolve_runner(kind: str) -> Callable[..., RunResult | None]:
+    path = runner_registry().get(kind)
+    if path is None:
+        known = ", ".join(sorted(runner_registry()))
+        raise RunnerNotFound(f"no job runner is registered for kind {kind!r} (known: {known})")
+    return _import(path)
+
+
+@cache
+def _import(path: str) -> Callable[..., RunResult | None]:
+    try:
+        return import_string(path)
+    except ImportError as exc:
+        raise RunnerNotFound(f"job runner {path!r} cannot be imported: {exc}") from exc
+
+
+def run_runtime(job: RuntimeJob, ctx: JobContext) -> RunResult:
+    """The runner of detached plugin runtimes: the turn pipeline plugs in here next."""
+    raise NotImplementedError(
+        f"cannot run runtime {job.plugin_id}/{job.runtime_id}: "
+        "the turn pipeline is not wired to detached jobs yet"
+    )
+
+
+def run_noop(job: RuntimeJob, ctx: JobContext) -> RunResult:
+    return RunResult(result=None)
+
+
+# --- Staleness -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Staleness:
+    reason: str  # a JobReason value
+    message: str
+
+
+def staleness_check(job: RuntimeJob) -> Staleness | None:
+    """Why the job must not run or commit any more, or None.
+
+    Checked after the claim and again just before the commit: the package's approval was
+    revoked, or its installed version is not the one the job was created for. (The session
+    model has no status yet; the Sessions issue adds "the session ended" here.)
+    """
+    from approvals.selectors import package_usability
+    from catalogue.models import Package
+    from jobs.models import JobReason
+
+    package = package_facts(job.plugin_id)
+    if package is None:
+        return Staleness(
+            JobReason.VERSION_CHANGED, f"package {job.plugin_id} is no longer installed"
+        )
+    version = package["version"]
+    if job.package_version and version != job.package_version:
+        return Staleness(
+            JobReason.VERSION_CHANGED,
+            f"package {job.plugin_id} changed from version {job.package_version} to {version}",
+        )
+    if package["trust"] == Package.Trust.BUNDLED and package["state"] == Package.State.LOADED:
+        return None  # bundled code is trusted: no approval to lose (one query, not three)
+    usability = package_usability(package_id=job.plugin_id)
+    if not usability.usable:
+        revoked = usability.state == "revoked"
+        code = JobReason.APPROVAL_REVOKED if revoked else JobReason.NOT_APPROVED
+        return Staleness(code, usability.reason)
+    return None
+
+
+def package_facts(package_id: str) -> dict[str, str] | None:
+    """Version, trust and state of the installed package (plain SQL: it runs twice per job)."""
+    from django.db import connection
+
+    from catalogue.models import Package
+
+    meta = Package._meta
+    q = connection.ops.quote_name
+    columns = ", ".join(q(meta.get_field(name).column) for name in ("version", "trust", "state"))
+    sql = (
+        f"SELECT {columns} FROM {q(meta.db_table)} "
+        f"WHERE {q(meta.get_field('package_id').column)} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [package_id])
+        row = cursor.fetchone()
+    return None if row is None else {"version": row[0], "trust": row[1], "state": row[2]}
+
+
+def staleness_reason(job: RuntimeJob) -> str | None:
+    """The staleness hook: the reason code when the job is stale, else None."""
+    found = staleness_check(job)
+    return None if found is None else found.reason

@@ -1,0 +1,189 @@
+"""Reads of the jobs app: one job, a session's jobs, the staff dashboard and its timeline."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django.utils import timezone
+
+from jobs.models import JobState, RuntimeJob, SettleWait
+
+
+def job_get(*, job_id: uuid.UUID | str) -> RuntimeJob | None:
+    try:
+        key = uuid.UUID(str(job_id))
+    except ValueError:
+        return None
+    return RuntimeJob.objects.select_related("session", "retry_of").filter(job_id=key).first()
+
+
+def session_get(*, session_id: uuid.UUID) -> Any:
+    from sessions.models import Session
+
+    return Session.objects.filter(pk=session_id).first()
+
+
+def session_can_manage(*, user: Any, session: Any) -> bool:
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.is_staff) or session.owner_id == user.pk
+
+
+def session_jobs(*, session_id: uuid.UUID, state: str | None = None) -> QuerySet[RuntimeJob]:
+    jobs = RuntimeJob.objects.filter(session_id=session_id).select_related("retry_of")
+    if state:
+        jobs = jobs.filter(state=state)
+    return jobs.order_by("-id")
+
+
+@dataclass(frozen=True)
+class DashboardFilters:
+    state: str | None = None
+    plugin: str | None = None
+    session: uuid.UUID | None = None
+
+    @classmethod
+    def from_query(cls, query: Any) -> DashboardFilters:
+        """Filters from the URL; unknown values are ignored rather than erroring."""
+        state = query.get("state") or None
+        if state not in JobState.values:
+            state = None
+        plugin = (query.get("plugin") or "").strip()[:100] or None
+        try:
+            session = uuid.UUID(query.get("session") or "")
+        except ValueError:
+            session = None
+        return cls(state=state, plugin=plugin, session=session)
+
+    def apply(self, jobs: QuerySet[RuntimeJob]) -> QuerySet[RuntimeJob]:
+        if self.state:
+            jobs = jobs.filter(state=self.state)
+        if self.plugin:
+            jobs = jobs.filter(plugin_id=self.plugin)
+        if self.session:
+            jobs = jobs.filter(session_id=self.session)
+        return jobs
+
+
+def job_dashboard(*, filters: DashboardFilters, limit: int = 100) -> dict[str, Any]:
+    """Everything the staff dashboard shows, in a fixed number of queries."""
+    jobs = list(filters.apply(RuntimeJob.objects.all()).order_by("-id")[:limit])
+    counts = dict(
+        filters.apply(RuntimeJob.objects.all())
+        .order_by()
+        .values_list("state")
+        .annotate(n=Count("id"))
+        .values_list("state", "n")
+    )
+    plugins = list(
+        RuntimeJob.objects.order_by("plugin_id").values_list("plugin_id", flat=True).distinct()
+    )
+    waits = SettleWait.objects.all()
+    if filters.session:
+        waits = waits.filter(session_id=filters.session)
+    recent_waits = list(waits.order_by("-started_at")[:50])
+    return {
+        "jobs": jobs,
+        "counts": [(state, label, counts.get(state, 0)) for state, label in JobState.choices],
+        "total": sum(counts.values()),
+        "plugins": plugins,
+        "timeline": job_timeline(jobs=jobs[:40], waits=recent_waits),
+    }
+
+
+# --- The timeline picture ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bar:
+    kind: str  # queue | run | wait | wait-timeout
+    x: float
+    width: float
+    title: str
+
+
+@dataclass(frozen=True)
+class Lane:
+    y: float
+    label: str
+    state: str
+    bars: list[Bar]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    width: int
+    height: int
+    lanes: list[Lane]
+    ticks: list[tuple[float, str]]
+    span_ms: int
+
+
+LANE_H = 18
+LABEL_W = 210
+PLOT_W = 640
+
+
+def _ms(a: datetime, b: datetime) -> float:
+    return (b - a).total_seconds() * 1000
+
+
+def job_timeline(*, jobs: list[RuntimeJob], waits: list[SettleWait]) -> Timeline:
+    """Lay out recent jobs (queue time, then run time) and settle waits on one time axis.
+
+    Coordinates are computed here so the template only prints numbers (no plugin text ever
+    reaches an SVG attribute unescaped).
+    """
+    now = timezone.now()
+    starts = [j.created_at for j in jobs] + [w.started_at for w in waits]
+    if not starts:
+        return Timeline(LABEL_W + PLOT_W, LANE_H * 2, [], [], 0)
+    origin = min(starts)
+    ends = [j.finished_at or now for j in jobs] + [
+        w.started_at + timedelta(milliseconds=w.waited_ms) for w in waits
+    ]
+    span = max(1.0, max(_ms(origin, e) for e in ends))
+    scale = PLOT_W / span
+
+    def x(moment: datetime) -> float:
+        return round(LABEL_W + _ms(origin, moment) * scale, 2)
+
+    def width(a: datetime, b: datetime) -> float:
+        return round(max(1.0, _ms(a, b) * scale), 2)
+
+    lanes: list[Lane] = []
+    for job in sorted(jobs, key=lambda j: j.id):
+        bars = []
+        run_start = job.started_at or job.claimed_at
+        queue_end = run_start or job.finished_at or now
+        bars.append(
+            Bar("queue", x(job.created_at), width(job.created_at, queue_end),
+                f"queued {int(_ms(job.created_at, queue_end))} ms")
+        )  # fmt: skip
+        if job.started_at is not None:
+            run_end = job.finished_at or now
+            bars.append(
+                Bar("run", x(job.started_at), width(job.started_at, run_end),
+                    f"ran {int(_ms(job.started_at, run_end))} ms ({job.state})")
+            )  # fmt: skip
+        label = f"{job.plugin_id}/{job.runtime_id} #{job.pk}"
+        lanes.append(Lane(len(lanes) * LANE_H, label, job.state, bars))
+    for wait in sorted(waits, key=lambda w: w.started_at):
+        end = wait.started_at + timedelta(milliseconds=wait.waited_ms)
+        kind = "wait-timeout" if wait.timed_out else "wait"
+        title = f"settle wait {wait.waited_ms} ms of {wait.limit_ms} ms"
+        if wait.timed_out:
+            title += f", timed out with {len(wait.pending_job_ids)} pending"
+        lanes.append(
+            Lane(len(lanes) * LANE_H, "settle wait", kind,
+                 [Bar(kind, x(wait.started_at), width(wait.started_at, end), title)])
+        )  # fmt: skip
+    ticks = []
+    for i in range(5):
+        offset = span * i / 4
+        ticks.append((round(LABEL_W + offset * scale, 2), f"{int(offset)} ms"))
+    return Timeline(LABEL_W + PLOT_W + 10, len(lanes) * LANE_H + 24, lanes, ticks, int(span))

@@ -1,0 +1,359 @@
+"""The job's state machine, claiming, deadlines and staleness, run in-process (no broker)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from jobs_helpers import read_lines
+from jobs_test_runners import TEST_RUNNERS
+
+from jobs.errors import InvalidTransition, JobOptionsError
+from jobs.models import JobReason, JobState, RuntimeJob
+from jobs.services import (
+    ALLOWED_TRANSITIONS,
+    Claim,
+    job_claim,
+    job_execute,
+    job_options_clean,
+    job_options_from_schedule,
+    job_reap_orphans,
+    job_transition,
+)
+
+pytestmark = pytest.mark.django_db
+
+S = JobState
+
+
+@pytest.fixture(autouse=True)
+def test_runners(settings):
+    settings.COVEL_JOB_RUNNERS = TEST_RUNNERS
+    settings.COVEL_JOB_LEASE_SECONDS = 1.5
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """Messages the services would hand to Celery (kept here instead of a broker)."""
+    calls: list[tuple[int, float | None]] = []
+    monkeypatch.setattr(
+        "jobs.services.send_run_job",
+        lambda *, job, countdown=None: calls.append((job.pk, countdown)),
+    )
+    return calls
+
+
+def _force(job: RuntimeJob, state: str, **fields) -> RuntimeJob:
+    RuntimeJob.objects.filter(pk=job.pk).update(state=state, **fields)
+    job.refresh_from_db()
+    return job
+
+
+def test_every_transition_outside_the_table_is_refused(make_job):
+    job = make_job("noop")
+    for from_state in S.values:
+        for to_state in S.values:
+            if to_state in ALLOWED_TRANSITIONS[from_state]:
+                continue
+            with pytest.raises(InvalidTransition, match=f"from {from_state} to {to_state}"):
+                job_transition(job_pk=job.pk, from_state=from_state, to_state=to_state)
+    assert RuntimeJob.objects.get(pk=job.pk).state == S.QUEUED
+
+
+def test_the_table_is_the_spec_state_machine():
+    assert ALLOWED_TRANSITIONS[S.QUEUED] >= {S.CLAIMED, S.TIMED_OUT, S.CANCELLED, S.STALE}
+    assert S.COMMITTING in ALLOWED_TRANSITIONS[S.RUNNING]
+    assert S.SUCCEEDED in ALLOWED_TRANSITIONS[S.COMMITTING]
+    # A job only succeeds through committing, and terminal states are final.
+    assert [s for s, targets in ALLOWED_TRANSITIONS.items() if S.SUCCEEDED in targets] == [
+        S.COMMITTING
+    ]
+    for terminal in (S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.CANCELLED, S.STALE, S.ORPHANED):
+        assert ALLOWED_TRANSITIONS[terminal] == frozenset()
+
+
+def test_a_transition_only_changes_a_row_still_in_the_expected_state(make_job):
+    job = make_job("noop")
+    assert job_transition(job_pk=job.pk, from_state=S.QUEUED, to_state=S.CANCELLED)
+    # The second caller lost the race: nothing changes.
+    assert not job_transition(job_pk=job.pk, from_state=S.QUEUED, to_state=S.STALE)
+    job.refresh_from_db()
+    assert job.state == S.CANCELLED and job.finished_at is not None
+
+
+def test_only_one_of_two_claims_wins(make_job):
+    job = make_job("noop")
+    assert job_claim(job_pk=job.pk, owner="w1:1") == Claim.CLAIMED
+    assert job_claim(job_pk=job.pk, owner="w2:2") == Claim.LOST
+    job.refresh_from_db()
+    assert job.state == S.CLAIMED and job.lease_owner == "w1:1"
+    assert job.lease_expires_at > timezone.now()
+
+
+def test_a_job_waits_for_the_earlier_job_of_its_key(make_job):
+    first = make_job("noop")
+    second = make_job("noop")
+    other_runtime = make_job("noop", runtime_id="another")
+    assert job_claim(job_pk=second.pk, owner="w") == Claim.WAITING
+    assert job_claim(job_pk=other_runtime.pk, owner="w") == Claim.CLAIMED
+    assert job_claim(job_pk=first.pk, owner="w") == Claim.CLAIMED
+    assert job_claim(job_pk=second.pk, owner="w") == Claim.WAITING
+    _force(first, S.FAILED)  # a failed predecessor counts as finished
+    assert job_claim(job_pk=second.pk, owner="w") == Claim.CLAIMED
+
+
+def test_a_waiting_job_is_sent_again_and_not_run(make_job, sent, tmp_path):
+    make_job("sleep", label="first")
+    second = make_job("sleep", label="second")
+    assert job_execute(job_pk=second.pk, owner="w") == "waiting"
+    assert sent == [(second.pk, 1.0)]
+    assert read_lines(tmp_path / "out" / "runs.log") == []
+
+
+def test_a_duplicate_delivery_runs_the_job_once(make_job, tmp_path):
+    job = make_job("sleep", sleep_ms=0, label="once")
+    assert job_execute(job_pk=job.pk, owner="w1") == "succeeded"
+    assert job_execute(job_pk=job.pk, owner="w2") == "duplicate"
+    assert len([x for x in read_lines(tmp_path / "out" / "runs.log") if " start " in x]) == 1
+    assert len(read_lines(tmp_path / "out" / "commits.log")) == 1
+
+
+def test_a_job_queued_too_long_times_out_without_running(make_job, tmp_path):
+    job = make_job("sleep", max_queue_ms=50, label="late")
+    _force(job, S.QUEUED, created_at=timezone.now() - timedelta(milliseconds=80))
+    assert job_execute(job_pk=job.pk, owner="w") == "timed_out"
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (S.TIMED_OUT, "queue-deadline-exceeded")
+    assert "maxQueueMs (50 ms)" in job.error
+    assert read_lines(tmp_path / "out" / "runs.log") == []
+
+
+def test_a_job_running_too_long_times_out_and_saves_nothing(make_job, tmp_path):
+    job = make_job("sleep", sleep_ms=3000, max_execution_ms=150, label="slow")
+    started = timezone.now()
+    assert job_execute(job_pk=job.pk, owner="w") == "timed_out"
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (S.TIMED_OUT, "execution-deadline-exceeded")
+    assert job.finished_at - started < timedelta(seconds=2)
+    assert read_lines(tmp_path / "out" / "commits.log") == []
+
+
+def test_a_failing_runner_fails_the_job_and_nothing_replays_it(make_job, sent):
+    job = make_job("fail")
+    assert job_execute(job_pk=job.pk, owner="w") == "failed"
+    job.refresh_from_db()
+    assert job.state == S.FAILED
+    assert job.error == "RuntimeError: the test runner failed on purpose"
+    assert job_execute(job_pk=job.pk, owner="w") == "duplicate"
+    assert sent == []
+
+
+def test_an_unknown_runner_kind_fails_with_a_clear_error(make_job):
+    job = make_job("nonexistent-kind")
+    job_execute(job_pk=job.pk, owner="w")
+    job.refresh_from_db()
+    assert job.state == S.FAILED
+    assert "no job runner is registered for kind 'nonexistent-kind'" in job.error
+
+
+def test_the_runtime_runner_says_the_pipeline_is_not_wired_yet(make_job):
+    job = make_job("runtime")
+    job_execute(job_pk=job.pk, owner="w")
+    job.refresh_from_db()
+    assert job.state == S.FAILED
+    assert "turn pipeline is not wired" in job.error
+    assert "notebook/summarise" in job.error
+
+
+def test_a_changed_package_version_makes_a_queued_job_stale(make_job, notebook, tmp_path):
+    job = make_job("sleep", label="v1")
+    assert job.package_version == "1.0.0"
+    notebook.version = "1.1.0"
+    notebook.save()
+    job_execute(job_pk=job.pk, owner="w")
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (S.STALE, JobReason.VERSION_CHANGED)
+    assert "from version 1.0.0 to 1.1.0" in job.error
+    assert read_lines(tmp_path / "out" / "runs.log") == []
+
+
+def test_the_reaper_orphans_only_expired_leases(make_job):
+    expired = make_job("noop")
+    fresh = make_job("noop", runtime_id="r2")
+    queued = make_job("noop", runtime_id="r3")
+    past = timezone.now() - timedelta(seconds=5)
+    _force(expired, S.RUNNING, lease_owner="dead:1", lease_expires_at=past)
+    _force(fresh, S.RUNNING, lease_owner="alive:1", lease_expires_at=timezone.now() + timedelta(30))
+    assert job_reap_orphans() == [expired.pk]
+    expired.refresh_from_db()
+    assert (expired.state, expired.reason) == (S.ORPHANED, "lease-expired")
+    assert RuntimeJob.objects.get(pk=fresh.pk).state == S.RUNNING
+    assert RuntimeJob.objects.get(pk=queued.pk).state == S.QUEUED
+
+
+def test_settle_options_follow_the_spec_defaults_and_cap():
+    assert job_options_clean().max_settle_wait_ms == 60000
+    assert job_options_clean(settle=True, max_settle_wait_ms=500000).max_settle_wait_ms == 120000
+    options = job_options_from_schedule(
+        {"settle": True, "maxSettleWaitMs": 2500, "maxQueueMs": 100, "maxExecutionMs": 900}
+    )
+    assert (options.settle, options.max_settle_wait_ms) == (True, 2500)
+    assert (options.max_queue_ms, options.max_execution_ms) == (100, 900)
+    assert job_options_from_schedule(True).settle is False
+
+
+@pytest.mark.parametrize(
+    "field, kwargs",
+    [
+        ("maxSettleWaitMs", {"max_settle_wait_ms": 0}),
+        ("maxQueueMs", {"max_queue_ms": -5}),
+        ("maxExecutionMs", {"max_execution_ms": "10"}),
+    ],
+)
+def test_bad_options_name_the_field(field, kwargs):
+    with pytest.raises(JobOptionsError, match=f"{field} must be a positive integer"):
+        job_options_clean(**kwargs)
+
+
+def test_a_revoked_approval_makes_a_queued_job_stale(make_job, approved_weather, bob, tmp_path):
+    from jobs_helpers import revoke
+
+    from approvals.selectors import package_is_usable
+
+    assert package_is_usable(package_id="weather")
+    job = make_job("sleep", plugin_id="weather", label="forecast")
+    revoke("weather", bob)
+    job_execute(job_pk=job.pk, owner="w")
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (S.STALE, JobReason.APPROVAL_REVOKED)
+    assert "revoked" in job.error
+    assert read_lines(tmp_path / "out" / "runs.log") == []
+
+
+def test_an_approval_revoked_while_running_stops_the_commit(
+    make_job, approved_weather, bob, tmp_path, settings
+):
+    settings.COVEL_JOB_RUNNERS = {**TEST_RUNNERS, "revoking": "jobs_test_runners.revoke_then_write"}
+    job = make_job("revoking", plugin_id="weather", label="midway", revoke_as=bob.pk)
+    assert job_execute(job_pk=job.pk, owner="w") == "stale"
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (S.STALE, JobReason.APPROVAL_REVOKED)
+    assert read_lines(tmp_path / "out" / "commits.log") == []
+
+
+def test_a_rolled_back_turn_queues_nothing(
+    play_session, notebook, monkeypatch, django_capture_on_commit_callbacks
+):
+    from django.db import transaction
+
+    from jobs.services import job_enqueue
+
+    sent = []
+    monkeypatch.setattr("jobs.tasks.run_job.apply_async", lambda **kw: sent.append(kw))
+    with django_capture_on_commit_callbacks(execute=True):
+        with pytest.raises(RuntimeError):
+            with transaction.atomic():
+                job_enqueue(session_id=play_session.pk, plugin_id="notebook", runtime_id="r")
+                raise RuntimeError("the turn failed")
+    assert sent == [] and not RuntimeJob.objects.exists()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        with transaction.atomic():
+            job = job_enqueue(
+                session_id=play_session.pk,
+                plugin_id="notebook",
+                runtime_id="r",
+                options=job_options_clean(max_execution_ms=2500),
+            )
+            assert sent == []  # nothing leaves before the commit
+    assert len(sent) == 1
+    assert sent[0]["args"] == [job.pk]
+    # Celery's time limits come from maxExecutionMs: soft just after it, hard a little later.
+    assert sent[0]["soft_time_limit"] == pytest.approx(3.5)
+    assert sent[0]["time_limit"] == pytest.approx(13.5)
+
+
+def test_without_max_execution_ms_the_ceiling_applies(make_job, settings):
+    from jobs.services import effective_execution_ms
+
+    settings.COVEL_JOB_EXECUTION_CEILING_MS = 600_000
+    assert effective_execution_ms(make_job("noop")) == 600_000
+    assert effective_execution_ms(make_job("noop", max_execution_ms=10**9)) == 600_000
+    assert effective_execution_ms(make_job("noop", max_execution_ms=1234)) == 1234
+
+
+def test_settle_wait_refuses_to_run_inside_a_transaction(play_session):
+    from jobs.settle import settle_wait
+
+    with pytest.raises(RuntimeError, match="must not run inside a transaction"):
+        settle_wait(session_id=play_session.pk)
+
+
+def test_event_payloads_have_the_documented_shapes(make_job):
+    from jobs.events import (
+        accepted_payload,
+        job_status_event,
+        runtime_deferred_event,
+        settle_timeout_event,
+    )
+    from jobs.settle import SettleOutcome
+
+    job = make_job("noop", settle=True, max_settle_wait_ms=3000, max_queue_ms=100)
+    status = job_status_event(job)
+    assert status["type"] == "job-status.updated"
+    assert (status["jobId"], status["state"], status["attempt"]) == (str(job.job_id), "queued", 1)
+    assert status["sourceTurnId"] == job.source_turn
+    deferred = runtime_deferred_event(job)
+    assert deferred["type"] == "runtime.deferred"
+    assert (deferred["settle"], deferred["maxSettleWaitMs"], deferred["maxQueueMs"]) == (
+        True,
+        3000,
+        100,
+    )
+    assert accepted_payload(job) == {"jobId": str(job.job_id), "status": "accepted"}
+    assert settle_timeout_event(SettleOutcome(waited_ms=5)) is None
+    timeout = settle_timeout_event(
+        SettleOutcome(waited_ms=3001, pending_job_ids=["a"], timed_out=True, limit_ms=3000)
+    )
+    assert timeout == {
+        "type": "settle-timeout",
+        "pendingJobIds": ["a"],
+        "waitedMs": 3001,
+        "limitMs": 3000,
+        "waitedFor": [],
+    }
+
+
+def test_a_runner_that_stops_on_its_own_fails_the_job(make_job, settings):
+    settings.COVEL_JOB_RUNNERS = {**TEST_RUNNERS, "gives-up": "jobs_test_runners.gives_up"}
+    job = make_job("gives-up")
+    assert job_execute(job_pk=job.pk, owner="w") == "failed"
+    job.refresh_from_db()
+    assert job.state == S.FAILED and job.error == "JobStopped: the runner decided to stop"
+
+
+def test_a_lost_message_is_sent_again_with_a_growing_back_off(make_job, sent, settings):
+    from jobs.services import job_resend_lost
+
+    settings.COVEL_JOB_RESEND_AFTER_SECONDS = 60
+    lost = make_job("noop")
+    waiting = make_job("noop")  # behind `lost` (same key): its predecessor wakes it instead
+    fresh = make_job("noop", runtime_id="fresh")
+    now = timezone.now()
+    RuntimeJob.objects.filter(pk__in=[lost.pk, waiting.pk]).update(
+        sent_at=now - timedelta(seconds=61)
+    )
+    assert job_resend_lost(now=now) == [lost.pk]
+    assert sent == [(lost.pk, None)]
+    lost.refresh_from_db()
+    assert (lost.sends, lost.sent_at) == (2, now)
+    # The next re-send waits twice as long (fresh, sent once, is due after 60 s of its own).
+    assert job_resend_lost(now=now + timedelta(seconds=100)) == [fresh.pk]
+    assert job_resend_lost(now=now + timedelta(seconds=121)) == [lost.pk]
+    # A claimed job is never re-sent.
+    _force(lost, S.RUNNING)
+    _force(fresh, S.SUCCEEDED)
+    assert job_resend_lost(now=now + timedelta(days=1)) == []  # waiting is still behind it
+    _force(lost, S.SUCCEEDED)
+    assert job_resend_lost(now=now + timedelta(days=1)) == [waiting.pk]

@@ -1,0 +1,83 @@
+"""Workers that die and workers that compete: leases, the reaper, and never running twice."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from jobs_helpers import read_lines, wait_for_state
+
+from jobs.models import JobState, RuntimeJob
+from jobs.services import send_run_job
+from jobs.settle import settle_wait
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+S = JobState
+
+
+def test_a_killed_worker_leaves_its_job_orphaned_and_the_wait_is_not_blocked(
+    spawn_worker, make_job, tmp_path
+):
+    victim = spawn_worker(name="victim", concurrency=1)
+    job = make_job("sleep", settle=True, max_settle_wait_ms=20000, sleep_ms=30000, label="doomed")
+    wait_for_state(job, "running")
+    assert job.lease_owner.startswith("victim-")
+    # The survivor runs Celery beat, whose reaper entry finds the lease expired.
+    spawn_worker(name="survivor", concurrency=1, beat=True)
+    victim.kill()
+    killed_at = time.monotonic()
+    outcome = settle_wait(session_id=job.session_id)
+    released_after = time.monotonic() - killed_at
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (S.ORPHANED, "lease-expired")
+    assert not outcome.timed_out and outcome.waited_for == [str(job.job_id)]
+    # Lease 1.5 s + one beat interval, far below the 20 s the wait would otherwise take.
+    assert released_after < 5, released_after
+    assert read_lines(tmp_path / "out" / "commits.log") == []
+    # Nothing replays it; a new job runs on the survivor.
+    after = make_job("sleep", runtime_id="after", sleep_ms=0, label="after")
+    wait_for_state(after, "succeeded")
+    assert after.lease_owner.startswith("survivor-")
+    job.refresh_from_db()
+    assert job.state == S.ORPHANED
+
+
+def test_two_workers_never_run_a_job_twice_and_keep_each_key_in_order(
+    spawn_worker, make_job, tmp_path
+):
+    spawn_worker(name="alpha", concurrency=2)
+    spawn_worker(name="beta", concurrency=2)
+    jobs = [make_job("sleep", runtime_id=f"r{i}", sleep_ms=20, label=f"p{i}") for i in range(24)]
+    # Six jobs of one key must run one after another, in the order they were created.
+    ordered = [
+        make_job("sleep", runtime_id="ordered", sleep_ms=30, label=f"o{i}") for i in range(6)
+    ]
+    for job in jobs + ordered:
+        send_run_job(job=job)  # every message delivered twice
+    for job in jobs + ordered:
+        wait_for_state(job, "succeeded", timeout=30)
+    time.sleep(0.3)
+    starts = [x.split() for x in read_lines(tmp_path / "out" / "runs.log") if " start " in x]
+    labels = [parts[0] for parts in starts]
+    assert sorted(labels) == sorted([f"p{i}" for i in range(24)] + [f"o{i}" for i in range(6)])
+    owners = set(RuntimeJob.objects.values_list("lease_owner", flat=True))
+    assert {owner.split("-")[0] for owner in owners} == {"alpha", "beta"}
+    events = [x.split() for x in read_lines(tmp_path / "out" / "runs.log")]
+    sequence = [(parts[0], parts[1]) for parts in events if parts[0].startswith("o")]
+    expected = [(f"o{i}", step) for i in range(6) for step in ("start", "end")]
+    assert sequence == expected
+
+
+def test_an_action_waits_only_for_its_own_session(spawn_worker, make_job, alice):
+    from sessions.models import Session
+
+    spawn_worker(name="gamma", concurrency=2)
+    mine = make_job("sleep", settle=True, sleep_ms=300, label="mine")
+    other_session = Session.objects.create(world=mine.session.world, owner=alice, title="Other")
+    theirs = make_job("sleep", session=other_session, settle=True, sleep_ms=4000, label="theirs")
+    outcome = settle_wait(session_id=mine.session_id, record=False)
+    assert not outcome.timed_out and outcome.waited_for == [str(mine.job_id)]
+    assert outcome.waited_ms < 3000
+    theirs.refresh_from_db()
+    assert theirs.state in (S.QUEUED, S.CLAIMED, S.RUNNING)
