@@ -7,7 +7,21 @@ from django.db import models
 
 
 class Session(models.Model):
-    """A play session of one world by its owner. Kept minimal: the Sessions issue extends it."""
+    """A play session of one world by its owner: what it asked for, what resolved, where it stands.
+
+    The turn lock is a lease on this row (lock_token, lock_expires), taken and released in short
+    transactions that lock the row (SELECT ... FOR UPDATE on PostgreSQL, an IMMEDIATE transaction
+    on SQLite), so a turn never holds a database transaction while plugin code or a model runs.
+    """
+
+    class Phase(models.TextChoices):
+        SETUP = "setup", "Setup"
+        PLAYING = "playing", "Playing"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
+        ENDED = "ended", "Ended"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     world = models.ForeignKey("worlds.World", on_delete=models.PROTECT, related_name="sessions")
@@ -17,8 +31,126 @@ class Session(models.Model):
     title = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # --- Added by the Sessions issue (0002) ---
+    # [{"user": username, "characters": [character ids]}]: who plays which characters.
+    seats = models.JSONField(default=list, blank=True)
+    phase = models.CharField(max_length=20, choices=Phase.choices, default=Phase.SETUP)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+    # Logical turns: player turns only; manual runs and background commits do not advance it.
+    turn_count = models.PositiveIntegerField(default=0)
+    requested_plugins = models.JSONField(default=list, blank=True)
+    # Core packages the player unticked: never active, not even as a provider.
+    excluded_plugins = models.JSONField(default=list, blank=True)
+    resolved_plugins = models.JSONField(default=list, blank=True)
+    # {package: [outcome dicts]}; the last one is the verdict (see sessions/resolver.py).
+    outcomes = models.JSONField(default=dict, blank=True)
+    # {package: version} of every package a committed turn used.
+    package_versions = models.JSONField(default=dict, blank=True)
+    # {package: version} whose setup runtimes already ran; a different version runs them again.
+    setup_versions = models.JSONField(default=dict, blank=True)
+    trigger_ledger = models.JSONField(default=dict, blank=True)
+    locale = models.CharField(max_length=35, default="en")
+    lock_token = models.CharField(max_length=64, blank=True)
+    lock_expires = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True, null=True)
+
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return self.title or str(self.id)
+
+
+class Turn(models.Model):
+    """One execution of a session: a player action, a manual run or a background commit."""
+
+    class Kind(models.TextChoices):
+        PLAYER = "player", "Player"
+        BACKGROUND = "background", "Background"
+        MANUAL = "manual", "Manual"
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        COMMITTED = "committed", "Committed"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    number = models.PositiveIntegerField()  # the logical turn it ran on
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.PLAYER)
+    player_message = models.TextField(blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    narrative_text = models.TextField(blank=True)
+    # [{runtime, package, stage, status, code, reason, output, ...}] in the order they ended.
+    results = models.JSONField(default=list, blank=True)
+    commit = models.JSONField(default=dict, blank=True)  # refusals, dropped, written keys
+    error = models.TextField(blank=True)
+    source_turn = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="background_turns"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["session", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} turn {self.number} ({self.kind})"
+
+
+class PluginData(models.Model):
+    """One committed plugin data value: (session, plugin, namespace, key) -> JSON."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="plugin_data")
+    plugin_id = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    key = models.CharField(max_length=500)
+    value = models.JSONField(null=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["plugin_id", "namespace", "key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "plugin_id", "namespace", "key"], name="uniq_plugin_data_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.plugin_id}/{self.namespace}/{self.key}"
+
+
+class RecordedExport(models.Model):
+    """A runtime output persisted under io.output.recordAs, read by `scope: committed` inputs."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="exports")
+    plugin_id = models.CharField(max_length=100)
+    runtime_id = models.CharField(max_length=300)  # qualified runtime ID
+    record_as = models.CharField(max_length=200)
+    value = models.JSONField(null=True)
+    turn = models.ForeignKey(Turn, null=True, on_delete=models.SET_NULL, related_name="exports")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "plugin_id", "record_as"])]
+
+
+class SessionEvent(models.Model):
+    """The session's event stream; seq is the SSE id, dense per session, for Last-Event-ID replay."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=100)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="uniq_session_event_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {self.type}"

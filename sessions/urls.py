@@ -4,5 +4,8 @@ from sessions import views
 
 app_name = "sessions"
 urlpatterns = [
+    path("", views.session_list, name="list"),
+    path("new/", views.session_new, name="new"),
     path("<uuid:session_id>/", views.session_detail, name="detail"),
+    path("<uuid:session_id>/status/", views.session_status, name="status"),
 ]

@@ -1,19 +1,104 @@
-"""The session page: for now, the player's own settings panels over the world's presets."""
+"""Session pages: my sessions, a new session from a world, and the play page.
+
+The play page keeps the player's settings panels (the Worlds app's machinery) and adds the
+resolution outcomes, the story, live runtime statuses (server-sent events) and plugin data.
+"""
 
 from __future__ import annotations
 
+import json
 import uuid
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from catalogue.models import Package
+from sessions import selectors as play_selectors
+from sessions import services
 from sessions.models import Session
 from worlds import selectors
 from worlds.fields import FieldError
+from worlds.models import World
 from worlds.views import build_panels, handle_panel_post
+
+
+@login_required
+def session_list(request: HttpRequest) -> HttpResponse:
+    sessions = play_selectors.session_list(user=request.user)
+    worlds = World.objects.loaded().order_by("world_id")
+    return render(request, "sessions/session_list.html", {"sessions": sessions, "worlds": worlds})
+
+
+def _choices(world: World) -> list[dict[str, Any]]:
+    """Every loaded package, with the world's ones and core ones ticked."""
+    wanted = set(world.plugins or [])
+    rows = []
+    for package in (
+        Package.objects.loaded()
+        .order_by("package_id")
+        .only("package_id", "display_name", "description", "kind", "version", "trust")
+    ):
+        rows.append(
+            {
+                "id": package.package_id,
+                "name": package.name,
+                "description": package.description,
+                "core": package.kind == "core",
+                "checked": package.kind == "core" or package.package_id in wanted,
+                "version": package.version,
+                "trust": package.trust,
+            }
+        )
+    return rows
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def session_new(request: HttpRequest) -> HttpResponse:
+    worlds = list(World.objects.loaded().order_by("world_id"))
+    world_id = (
+        request.POST.get("world")
+        or request.GET.get("world")
+        or (worlds[0].world_id if worlds else "")
+    )
+    world = next((w for w in worlds if w.world_id == world_id), None)
+    if request.method == "POST":
+        if world is None:
+            return render(
+                request,
+                "sessions/session_new.html",
+                {"worlds": worlds, "error": "Pick a world."},
+                status=422,
+            )
+        ticked = request.POST.getlist("plugins")
+        core = [c["id"] for c in _choices(world) if c["core"]]
+        session = services.session_create(
+            owner=request.user,
+            world=world,
+            # A ticked core package is not "requested": the resolver adds it as core, which is
+            # the truer reason to show; an unticked one is left out on purpose.
+            requested=[p for p in ticked if p not in core],
+            excluded=[p for p in core if p not in ticked],
+            title=request.POST.get("title", ""),
+        )
+        return redirect(reverse("sessions:detail", args=[session.pk]))
+    context = {"worlds": worlds, "world": world, "choices": _choices(world) if world else []}
+    return render(request, "sessions/session_new.html", context)
+
+
+def _outcome_rows(session: Session) -> list[dict[str, Any]]:
+    rows = []
+    for package, outcomes in sorted((session.outcomes or {}).items()):
+        if not outcomes:
+            continue
+        verdict = outcomes[-1]
+        rows.append({"package": package, "verdict": verdict, "history": outcomes[:-1]})
+    return rows
 
 
 @login_required
@@ -35,10 +120,37 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
             return response
         status = 422
     panels = build_panels(world=session.world, session=session, can_edit=True, posted=posted)
+    turns = play_selectors.turn_list(session=session)
     context = {
         "session": session,
         "world": session.world,
         "panels": panels,
         "slots": selectors.model_slots(),
+        "outcomes": _outcome_rows(session),
+        "turns": turns,
+        "last_results": turns[-1].results if turns else [],
+        "plugin_data": [
+            {**row, "json": json.dumps(row["value"], ensure_ascii=False, separators=(",", ":"))}
+            for row in play_selectors.plugin_data_rows(session=session)
+        ],
+        "last_seq": play_selectors.last_event_seq(session=session),
     }
     return render(request, "sessions/session_detail.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["POST"])
+def session_status(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Pause, resume or end a session from its page (the owner, or staff for support)."""
+    session = Session.objects.select_related("world", "owner").filter(pk=session_id).first()
+    if session is None:
+        raise Http404("no such session")
+    if not play_selectors.session_can_access(session=session, user=request.user):
+        raise PermissionDenied("this session belongs to another player")
+    try:
+        services.session_set_status(session=session, status=request.POST.get("status", ""))
+    except services.SessionProblem as exc:
+        return HttpResponse(
+            exc.message, status=exc.status, content_type="text/plain; charset=utf-8"
+        )
+    return redirect(reverse("sessions:detail", args=[session.pk]))

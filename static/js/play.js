@@ -80,6 +80,10 @@
       turnItem(p.turnId).querySelector(".player-line").textContent = p.playerMessage;
     },
     "runtime.status": (p) => showRuntime(p),
+    "narrative.delta": (p) => {
+      const line = turnItem(p.turnId).querySelector(".narrative");
+      line.textContent += p.text;
+    },
     narrative: (p) => {
       turnItem(p.turnId).querySelector(".narrative").textContent = p.text;
     },
@@ -90,6 +94,12 @@
         phase.textContent = "playing";
       }
       if (state) state.textContent = "";
+    },
+    "settle.waiting": (p) => {
+      if (state) state.textContent = `waiting for ${p.count} background job${p.count === 1 ? "" : "s"}...`;
+    },
+    "settle-timeout": (p) => {
+      if (state) state.textContent = `gave up waiting for ${p.pendingJobIds.length} background job(s) after ${p.waitedMs} ms`;
     },
     "turn.failed": (p) => {
       if (state) state.textContent = `The turn failed: ${p.error}`;

@@ -1,0 +1,87 @@
+"""The "runtime" job runner: a detached runtime runs as a background turn of its session.
+
+The jobs app calls run_detached(job, ctx) in a worker. It runs the runtime with the inputs its
+source turn froze, and returns a RunResult whose commit() the job calls inside its own commit
+transaction: plugin data (applied to the latest stored values, with drop-on-rejection), the
+recordAs export, a Turn(kind="background") linked to the source turn, and events. A job that
+times out, is cancelled or goes stale therefore saves nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from jobs.runners import JobContext, RunResult
+from sessions import selectors
+from sessions.models import Session, Turn
+from sessions.planner import PlannedRuntime
+from sessions.resolver import Resolution
+from sessions.turns import SUCCEEDED, TurnExecutor, TurnRequest
+
+
+class DetachedRuntimeFailed(RuntimeError):
+    """The runtime ran and did not succeed; the job fails with this message."""
+
+
+def _source_turn(job: Any) -> Turn | None:
+    try:
+        key = uuid.UUID(str(job.source_turn))
+    except ValueError:
+        return None
+    return Turn.objects.filter(pk=key).first()
+
+
+def run_detached(job: Any, ctx: JobContext) -> RunResult:
+    session = Session.objects.select_related("world", "owner").get(pk=job.session_id)
+    installed = selectors.installed_manifests()
+    manifest = installed.get(job.plugin_id)
+    runtime = manifest.runtime(job.runtime_id) if manifest is not None else None
+    if manifest is None or runtime is None:
+        raise DetachedRuntimeFailed(f"{job.plugin_id}/{job.runtime_id} is not installed any more")
+    source = _source_turn(job)
+    frozen = dict(job.inputs or {})
+    request = TurnRequest(
+        kind=Turn.Kind.BACKGROUND,
+        message=str(frozen.get("playerMessage") or (source.player_message if source else "")),
+        actions=list(frozen.get("playerActions") or []),
+    )
+    turn = Turn(
+        id=request.turn_id,
+        session=session,
+        number=source.number if source else session.turn_count,
+        kind=Turn.Kind.BACKGROUND,
+        player_message=request.message,
+        source_turn=source,
+    )
+    # The active set the source turn resolved; the job's staleness check guards the version.
+    active = tuple(p for p in (session.resolved_plugins or []) if p in installed) or (manifest.id,)
+    executor = TurnExecutor(
+        session=session,
+        turn=turn,
+        resolution=Resolution(active=active, outcomes={}),
+        installed=installed,
+        request=request,
+        token=None,
+    )
+    planned = PlannedRuntime(
+        package=manifest.id,
+        runtime=runtime.qualified_id,
+        stage=runtime.stage or "post-turn",
+        activation="detached",
+        reason=f"{runtime.qualified_id} runs as a background job of turn {job.source_turn}",
+        manifest=runtime,
+        detached=runtime.detached,
+    )
+    result = executor.run_single(planned, dict(frozen.get("inputs") or {}))
+    ctx.check()
+    if result.status != SUCCEEDED:
+        raise DetachedRuntimeFailed(
+            result.reason or f"{runtime.qualified_id} ended {result.status}"
+        )
+
+    def commit() -> None:
+        executor.commit()
+        executor.emit("turn.committed", executor.summary())
+
+    return RunResult(result=result.as_dict(), commit=commit)

@@ -1,0 +1,192 @@
+"""The database-backed HostCallbacks: what plugin code may ask of a session while it runs.
+
+One instance serves one runtime (or one RPC action, or one tool call) of one package: the
+package and runtime come from Python's own record, never from the plugin. Inside a turn, reads
+and staged writes go through the turn's TurnOverlay; an RPC action (no turn) reads committed
+rows and its ctx.store.setPluginData writes at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+
+from pluginhost.callbacks import approved_http_request
+from pluginhost.errors import CallbackRefused
+from sessions.errors import WriteRefused
+from sessions.models import PluginData, Session, Turn
+from sessions.operations import MISSING, TurnOverlay, check_value, datasets_of
+
+MAX_MESSAGES_PAGE = 500
+
+
+class SessionCallbacks:
+    def __init__(
+        self,
+        *,
+        session: Session,
+        package: str,
+        runtime: str | None,
+        overlay: TurnOverlay | None = None,
+        on_emit: Callable[[str, dict[str, Any]], None] | None = None,
+        on_write: Callable[[str, str, Any], None] | None = None,
+        manifest: Any = None,
+    ) -> None:
+        self.session = session
+        self.package = package
+        self.runtime = runtime  # qualified runtime ID inside a turn
+        self.overlay = overlay
+        self.on_emit = on_emit
+        self.on_write = on_write
+        self.manifest = manifest
+
+    # The reader identity the overlay tracks: the runtime, or the package for a tool call.
+    @property
+    def reader(self) -> str:
+        return self.runtime or self.package
+
+    # ------------------------------------------------------------------ plugin data
+
+    def plugin_data_get(
+        self, *, package: str, runtime: str | None, namespace: str, key: str
+    ) -> Any:
+        if self.overlay is not None:
+            return self.overlay.get(
+                runtime=self.reader, plugin=self.package, namespace=namespace, key=key
+            )
+        row = PluginData.objects.filter(
+            session=self.session, plugin_id=self.package, namespace=namespace, key=key
+        ).first()
+        return None if row is None else row.value
+
+    def plugin_data_list(
+        self, *, package: str, runtime: str | None, namespace: str
+    ) -> list[dict[str, Any]]:
+        if self.overlay is not None:
+            return self.overlay.list(runtime=self.reader, plugin=self.package, namespace=namespace)
+        return [
+            {"key": row.key, "value": row.value}
+            for row in PluginData.objects.filter(
+                session=self.session, plugin_id=self.package, namespace=namespace
+            ).order_by("key")
+        ]
+
+    def plugin_data_set(
+        self, *, package: str, runtime: str | None, namespace: str, key: str, value: Any
+    ) -> None:
+        """An RPC action's immediate write (the host serves this for actions only)."""
+        if self.overlay is not None:
+            raise CallbackRefused(
+                "a runtime's writes commit with its turn; use ctx.pluginData", code="not_allowed"
+            )
+        dataset = datasets_of(self.manifest).get(namespace) if self.manifest is not None else None
+        try:
+            check_value(
+                plugin=self.package,
+                namespace=namespace,
+                key=key,
+                value=MISSING if value is None else value,
+                dataset=dataset,
+            )
+        except WriteRefused as exc:
+            raise CallbackRefused(str(exc), code=exc.code) from None
+        with transaction.atomic():
+            if value is None:
+                PluginData.objects.filter(
+                    session=self.session, plugin_id=self.package, namespace=namespace, key=key
+                ).delete()
+            else:
+                PluginData.objects.update_or_create(
+                    session=self.session,
+                    plugin_id=self.package,
+                    namespace=namespace,
+                    key=key,
+                    defaults={"value": value},
+                )
+        if self.on_write is not None:
+            self.on_write(namespace, key, value)
+
+    # ------------------------------------------------------------------ store
+
+    def store_get_session(self, *, package: str, runtime: str | None) -> dict[str, Any]:
+        return {
+            "id": str(self.session.pk),
+            "phase": self.session.phase,
+            "status": self.session.status,
+            "turnCount": self.session.turn_count,
+            "locale": self.session.locale,
+            "worldId": self.session.world.world_id,
+        }
+
+    def store_read_turn_messages(
+        self, *, package: str, runtime: str | None, after: str | None, limit: int
+    ) -> dict[str, Any]:
+        limit = max(1, min(int(limit), MAX_MESSAGES_PAGE))
+        messages: list[dict[str, Any]] = []
+        turns = Turn.objects.filter(
+            session=self.session, status=Turn.Status.COMMITTED, kind=Turn.Kind.PLAYER
+        ).order_by("created_at")
+        for turn in turns:
+            if turn.player_message:
+                messages.append(
+                    {
+                        "id": f"{turn.pk}:user",
+                        "turnId": str(turn.pk),
+                        "role": "user",
+                        "content": turn.player_message,
+                        "compacted": False,
+                    }
+                )
+            if turn.narrative_text:
+                messages.append(
+                    {
+                        "id": f"{turn.pk}:assistant",
+                        "turnId": str(turn.pk),
+                        "role": "assistant",
+                        "content": turn.narrative_text,
+                        "compacted": False,
+                    }
+                )
+        start = 0
+        if after is not None:
+            ids = [m["id"] for m in messages]
+            start = ids.index(after) + 1 if after in ids else len(messages)
+        page = messages[start : start + limit]
+        cursor = page[-1]["id"] if page else after
+        return {"messages": page, "cursor": cursor, "hasMore": start + limit < len(messages)}
+
+    # ------------------------------------------------------------------ builtin tools, http
+
+    def tool_call(
+        self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]
+    ) -> Any:
+        if name == "emit-event" and self.on_emit is not None:
+            topic = str(args.get("topic") or "")
+            if not topic:
+                raise CallbackRefused("emit-event needs a topic", code="invalid_tool_arguments")
+            self.on_emit(topic, dict(args.get("payload") or {}))
+            return {"emitted": topic}
+        raise CallbackRefused(f"builtin tool {name} is not available", code="tool_unavailable")
+
+    def http_request(
+        self,
+        *,
+        package: str,
+        runtime: str | None,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        timeout: float,
+    ) -> dict[str, Any]:
+        return approved_http_request(
+            package=self.package,
+            runtime=runtime,
+            method=method,
+            url=url,
+            headers=headers,
+            body=body,
+            timeout=timeout,
+        )

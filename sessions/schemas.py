@@ -1,0 +1,137 @@
+"""Request and response shapes of the sessions API (separate In/Out per endpoint)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ninja import Field, Schema
+
+
+class ErrorOut(Schema):
+    detail: Any
+    code: str | None = None
+    argument: str | None = None
+
+
+class SessionCreateIn(Schema):
+    world: str = Field(..., description="The world's ID.")
+    plugins: list[str] | None = Field(
+        None,
+        description="Requested packages; omitted: the world's plugins. Core packages are added.",
+    )
+    excluded: list[str] = Field(default_factory=list, description="Core packages to leave out.")
+    title: str = ""
+    locale: str = "en"
+
+
+class SessionStatusIn(Schema):
+    status: str
+
+
+class OutcomeOut(Schema):
+    package: str
+    code: str
+    message: str
+    active: bool
+    contract: str | None = None
+    other: str | None = None
+
+
+class SessionOut(Schema):
+    id: str
+    title: str
+    world: str
+    owner: str
+    phase: str
+    status: str
+    turn_count: int
+    seats: list[dict[str, Any]]
+    requested_plugins: list[str]
+    excluded_plugins: list[str]
+    resolved_plugins: list[str]
+    outcomes: dict[str, list[OutcomeOut]]
+    package_versions: dict[str, str]
+    created_at: str
+
+
+class SessionListOut(Schema):
+    items: list[SessionOut]
+    count: int
+
+
+class ActionIn(Schema):
+    message: str = Field("", max_length=20000)
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class RuntimeResultOut(Schema):
+    runtime: str
+    package: str
+    stage: str
+    kind: str
+    activation: str
+    status: str
+    code: str
+    reason: str
+    output: Any = None
+    durationMs: int
+    story: bool
+    jobId: int | None = None
+
+
+class TurnOut(Schema):
+    turnId: str
+    number: int
+    kind: str
+    status: str
+    narrativeText: str
+    runtimes: list[RuntimeResultOut]
+    commit: dict[str, Any]
+
+
+class RunIn(Schema):
+    payload: Any = None
+
+
+class JobAcceptedOut(Schema):
+    jobId: int
+    status: str
+
+
+class RpcIn(Schema):
+    payload: Any = None
+    command: str | None = Field(None, description='A slash command such as "/roll 3 d6 + 2".')
+
+
+class CommandIn(Schema):
+    text: str
+
+
+class RpcOut(Schema):
+    plugin: str
+    action: str
+    value: Any = None
+    command: dict[str, Any] | None = None
+
+
+class PluginDataOut(Schema):
+    plugin: str
+    namespace: str
+    key: str
+    value: Any = None
+    updatedAt: str
+
+
+class TurnRowOut(Schema):
+    turnId: str
+    number: int
+    kind: str
+    status: str
+    playerMessage: str
+    narrativeText: str
+    runtimes: list[dict[str, Any]]
+    commit: dict[str, Any]
+    error: str
+    sourceTurnId: str | None = None
+    createdAt: str
+    finishedAt: str | None = None

@@ -1,0 +1,119 @@
+"""Reads of the Sessions app: sessions a person may see, installed manifests, plugin data, events."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from catalogue.manifest.loader import load_package
+from catalogue.manifest.types import Manifest
+from catalogue.models import Package
+from sessions.models import PluginData, RecordedExport, Session, SessionEvent, Turn
+
+_MANIFESTS: dict[tuple[str, str, str], Manifest | None] = {}
+_MANIFESTS_LOCK = threading.Lock()
+
+
+def session_can_access(*, session: Session, user: AbstractBaseUser | AnonymousUser) -> bool:
+    """The owner plays the session; staff may look and act too, for support."""
+    if not user.is_authenticated:
+        return False
+    return bool(user.is_staff) or session.owner_id == user.pk
+
+
+def session_list(*, user: AbstractBaseUser) -> QuerySet[Session]:
+    """A player's own sessions, newest first (staff see their own here too, not everyone's)."""
+    return Session.objects.select_related("world").filter(owner=user).order_by("-created_at")
+
+
+def session_get(*, session_id: uuid.UUID | str) -> Session | None:
+    try:
+        key = uuid.UUID(str(session_id))
+    except ValueError:
+        return None
+    return Session.objects.select_related("world", "owner").filter(pk=key).first()
+
+
+def manifest_for(*, package: Package) -> Manifest | None:
+    """The loader's Manifest of an indexed package, cached by content hash (None when invalid)."""
+    key = (package.package_id, package.source_dir, package.content_hash)
+    with _MANIFESTS_LOCK:
+        if key in _MANIFESTS:
+            return _MANIFESTS[key]
+    result = load_package(package.source_dir, host_version=settings.COVEL_HOST_VERSION)
+    manifest = result.manifest if result.ok else None
+    with _MANIFESTS_LOCK:
+        _MANIFESTS[key] = manifest
+    return manifest
+
+
+def installed_manifests() -> dict[str, Manifest]:
+    """Every indexed package that loads, by ID: what the resolver may choose from."""
+    found: dict[str, Manifest] = {}
+    for package in Package.objects.loaded().only(
+        "package_id", "source_dir", "content_hash", "state"
+    ):
+        manifest = manifest_for(package=package)
+        if manifest is not None and manifest.id == package.package_id:
+            found[manifest.id] = manifest
+    return found
+
+
+def core_package_ids() -> list[str]:
+    return sorted(Package.objects.loaded().filter(kind="core").values_list("package_id", flat=True))
+
+
+def plugin_data_value(*, session: Session, plugin: str, namespace: str, key: str) -> Any:
+    row = PluginData.objects.filter(
+        session=session, plugin_id=plugin, namespace=namespace, key=key
+    ).first()
+    return None if row is None else row.value
+
+
+def plugin_data_rows(*, session: Session) -> list[dict[str, Any]]:
+    """Every committed value of the session, for the plugin data panel and the API."""
+    return [
+        {
+            "plugin": row.plugin_id,
+            "namespace": row.namespace,
+            "key": row.key,
+            "value": row.value,
+            "updatedAt": row.updated_at.isoformat(),
+        }
+        for row in PluginData.objects.filter(session=session).order_by(
+            "plugin_id", "namespace", "key"
+        )
+    ]
+
+
+def export_latest(*, session: Session, plugin: str, record_as: str) -> RecordedExport | None:
+    return (
+        RecordedExport.objects.filter(session=session, plugin_id=plugin, record_as=record_as)
+        .order_by("-id")
+        .first()
+    )
+
+
+def turn_list(*, session: Session, limit: int = 50) -> list[Turn]:
+    turns = list(Turn.objects.filter(session=session).order_by("-created_at")[:limit])
+    turns.reverse()
+    return turns
+
+
+def events_after(
+    *, session: Session | uuid.UUID, after: int, limit: int = 500
+) -> list[SessionEvent]:
+    session_id = session.pk if isinstance(session, Session) else session
+    return list(
+        SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")[:limit]
+    )
+
+
+def last_event_seq(*, session: Session) -> int:
+    row = SessionEvent.objects.filter(session=session).order_by("-seq").first()
+    return row.seq if row else 0

@@ -1,0 +1,425 @@
+"""Writes of the Sessions app: create and resolve sessions, the turn lock, events, RPC actions."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from approvals.selectors import packages_usability
+from catalogue.manifest.types import Manifest
+from catalogue.models import Package
+from pluginhost.errors import PluginHostError
+from pluginhost.services import plugin_rpc_call
+from sessions import selectors
+from sessions.callbacks import SessionCallbacks
+from sessions.commands import CommandError, ParsedCommand, find_command, parse_command
+from sessions.models import Session, SessionEvent
+from sessions.resolver import Resolution, resolve
+from worlds.models import World
+from worlds.services import user_settings_for
+
+# A turn renews its lease at every runtime boundary; a crashed process frees the session this soon.
+LOCK_LEASE_SECONDS = 300
+# "Waits briefly, then 409": long enough to absorb a double click, short enough to feel immediate.
+LOCK_WAIT_SECONDS = 2.0
+LOCK_POLL_SECONDS = 0.05
+
+
+class SessionProblem(Exception):
+    """A refusal the API shows as {"detail", "code"} with an HTTP status."""
+
+    status = 409
+    code = "session_problem"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        if status:
+            self.status = status
+        self.extra = dict(extra or {})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"detail": self.message, "code": self.code, **self.extra}
+
+
+class SessionBusy(SessionProblem):
+    code = "session_busy"
+
+
+class SessionNotActive(SessionProblem):
+    code = "session_not_active"
+
+
+# ------------------------------------------------------------------ events
+
+
+def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]) -> SessionEvent:
+    """Append one event with the next seq; a concurrent writer's seq collision just retries."""
+    for _attempt in range(20):
+        try:
+            with transaction.atomic():
+                last = SessionEvent.objects.filter(session_id=session_id).aggregate(m=Max("seq"))[
+                    "m"
+                ]
+                return SessionEvent.objects.create(
+                    session_id=session_id, seq=(last or 0) + 1, type=type, payload=dict(payload)
+                )
+        except IntegrityError:
+            time.sleep(0.01)
+    raise SessionProblem("could not append a session event", code="event_conflict")
+
+
+# ------------------------------------------------------------------ resolution and creation
+
+
+def _usable_from(manifests: Mapping[str, Manifest]) -> Any:
+    verdicts = packages_usability(package_ids=list(manifests))
+
+    def usable(manifest: Manifest) -> tuple[bool, str | None]:
+        verdict = verdicts.get(manifest.id)
+        if verdict is None:
+            return False, f"package {manifest.id} is not installed"
+        return verdict.usable, verdict.reason or None
+
+    return usable
+
+
+def session_resolve(
+    *, session: Session, installed: Mapping[str, Manifest] | None = None, save: bool = True
+) -> tuple[Resolution, dict[str, Manifest]]:
+    """Resolve the session's requested plugins against what is installed and usable now."""
+    installed = dict(installed if installed is not None else selectors.installed_manifests())
+    resolution = resolve(
+        requested=list(session.requested_plugins or []),
+        installed=installed,
+        usable=_usable_from(installed),
+        host_version=settings.COVEL_HOST_VERSION,
+        excluded=set(session.excluded_plugins or []),
+    )
+    session.resolved_plugins = list(resolution.active)
+    session.outcomes = {
+        pid: [o.as_dict() for o in outcomes] for pid, outcomes in resolution.outcomes.items()
+    }
+    _explain_broken(session.outcomes)
+    if save:
+        Session.objects.filter(pk=session.pk).update(
+            resolved_plugins=session.resolved_plugins, outcomes=session.outcomes
+        )
+    return resolution, installed
+
+
+def _explain_broken(outcomes: dict[str, list[dict[str, Any]]]) -> None:
+    """An installed package the loader refused is "unknown" to the resolver; say why instead.
+
+    The loader refuses a package outside the host range, so its verdict becomes host-range with
+    the loader's own sentence; any other load error keeps unknown-plugin with the first error.
+    """
+    unknown = [p for p, o in outcomes.items() if o and o[-1]["code"] == "unknown-plugin"]
+    if not unknown:
+        return
+    for package in Package.objects.filter(package_id__in=unknown).exclude(
+        state=Package.State.LOADED
+    ):
+        errors = list(package.errors or [])
+        if not errors:
+            continue
+        verdict = dict(outcomes[package.package_id][-1])
+        ranges = [e for e in errors if e.get("code") == "host-version-unsupported"]
+        if ranges:
+            verdict.update(code="host-range", message=str(ranges[0].get("message")))
+        else:
+            first = errors[0]
+            verdict["message"] = (
+                f"{package.package_id} is installed but does not load: {first.get('message')} "
+                f"({first.get('file', 'PLUGIN.md')}:{first.get('path', '')})"
+            )
+        outcomes[package.package_id][-1] = verdict
+
+
+def session_create(
+    *,
+    owner: AbstractBaseUser,
+    world: World,
+    requested: list[str] | None = None,
+    excluded: list[str] | None = None,
+    title: str = "",
+    locale: str = "en",
+) -> Session:
+    """A new session of a world. requested=None takes the world's plugins.
+
+    Core packages are requested by default; the player leaves one out with `excluded`.
+    """
+    wanted = list(dict.fromkeys(requested if requested is not None else list(world.plugins or [])))
+    session = Session(
+        world=world,
+        owner=owner,
+        title=title.strip()[:200] or world.display_name,
+        requested_plugins=wanted,
+        excluded_plugins=sorted(set(excluded or []) - set(wanted)),
+        seats=[{"user": owner.get_username(), "characters": [], "primary": True}],
+        locale=locale or "en",
+    )
+    session_resolve(session=session, save=False)
+    session.save()
+    event_append(
+        session_id=session.pk,
+        type="session.created",
+        payload={"active": session.resolved_plugins, "requested": session.requested_plugins},
+    )
+    return session
+
+
+def session_set_status(*, session: Session, status: str) -> Session:
+    if status not in Session.Status.values:
+        raise SessionProblem(
+            f"status must be one of {', '.join(Session.Status.values)}",
+            code="invalid_status",
+            status=422,
+        )
+    if session.status == Session.Status.ENDED and status != Session.Status.ENDED:
+        raise SessionProblem("an ended session cannot be reopened", code="session_ended")
+    Session.objects.filter(pk=session.pk).update(status=status)
+    session.status = status
+    event_append(session_id=session.pk, type="session.status", payload={"status": status})
+    return session
+
+
+# ------------------------------------------------------------------ the turn lock
+
+
+def session_lock_acquire(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECONDS) -> str:
+    """Take the session's turn lease, waiting up to `wait` seconds; raises SessionBusy.
+
+    The check-and-set runs in a transaction that locks the row (FOR UPDATE on PostgreSQL, an
+    IMMEDIATE transaction on SQLite), so two callers can never both see the session free.
+    """
+    token = secrets.token_hex(16)
+    deadline = time.monotonic() + max(0.0, wait)
+    while True:
+        with transaction.atomic():
+            row = (
+                Session.objects.select_for_update()
+                .only("id", "lock_token", "lock_expires")
+                .filter(pk=session_id)
+                .first()
+            )
+            if row is None:
+                raise SessionProblem("no such session", code="not_found", status=404)
+            now = timezone.now()
+            if not row.lock_token or (row.lock_expires is not None and row.lock_expires < now):
+                Session.objects.filter(pk=session_id).update(
+                    lock_token=token, lock_expires=now + timedelta(seconds=LOCK_LEASE_SECONDS)
+                )
+                return token
+        if time.monotonic() >= deadline:
+            raise SessionBusy(
+                "another action is running in this session; try again when it has finished"
+            )
+        time.sleep(LOCK_POLL_SECONDS)
+
+
+def session_lock_renew(*, session_id: uuid.UUID, token: str) -> bool:
+    return bool(
+        Session.objects.filter(pk=session_id, lock_token=token).update(
+            lock_expires=timezone.now() + timedelta(seconds=LOCK_LEASE_SECONDS)
+        )
+    )
+
+
+def session_lock_release(*, session_id: uuid.UUID, token: str) -> None:
+    Session.objects.filter(pk=session_id, lock_token=token).update(lock_token="", lock_expires=None)
+
+
+@contextlib.contextmanager
+def session_locked(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECONDS) -> Iterator[str]:
+    token = session_lock_acquire(session_id=session_id, wait=wait)
+    try:
+        yield token
+    finally:
+        session_lock_release(session_id=session_id, token=token)
+
+
+def session_require_active(*, session: Session) -> None:
+    if session.status != Session.Status.ACTIVE:
+        raise SessionNotActive(f"this session is {session.status}; only an active session plays")
+
+
+# ------------------------------------------------------------------ settle waits
+
+
+def session_settle(*, session_id: uuid.UUID) -> dict[str, Any] | None:
+    """Before an action: wait for the session's unfinished settle jobs (the Jobs issue).
+
+    Runs without the session lock, so the jobs can commit meanwhile. Returns what happened, or
+    None when there was nothing to wait for (or the jobs app is not installed).
+    """
+    try:
+        from jobs.models import UNFINISHED_STATES, RuntimeJob
+        from jobs.settle import settle_wait
+    except ImportError:
+        return None
+    pending = list(
+        RuntimeJob.objects.filter(
+            session_id=session_id, settle=True, state__in=UNFINISHED_STATES
+        ).values_list("job_id", flat=True)
+    )
+    if not pending:
+        return None
+    event_append(
+        session_id=session_id,
+        type="settle.waiting",
+        payload={"count": len(pending), "jobIds": sorted(str(j) for j in pending)},
+    )
+    outcome = settle_wait(session_id=session_id)
+    info = {
+        "waitedMs": outcome.waited_ms,
+        "limitMs": outcome.limit_ms,
+        "waitedFor": outcome.waited_for,
+        "pendingJobIds": outcome.pending_job_ids,
+        "timedOut": outcome.timed_out,
+    }
+    if outcome.timed_out:
+        # The action proceeds; the stream and the turn's trace say what it did not wait for.
+        event_append(session_id=session_id, type="settle-timeout", payload=info)
+    return info
+
+
+# ------------------------------------------------------------------ RPC actions and commands
+
+
+def _environment(session: Session, scopes: tuple[str, ...]) -> dict[str, Any]:
+    env: dict[str, Any] = {}
+    if "session" in scopes:
+        env["session"] = {
+            "id": str(session.pk),
+            "phase": session.phase,
+            "turnCount": session.turn_count,
+            "locale": session.locale,
+        }
+    if "active-runtimes" in scopes:
+        env["activeRuntimes"] = list(session.resolved_plugins or [])
+    if "models" in scopes:
+        from worlds.selectors import model_slots
+
+        env["models"] = model_slots()
+    return env
+
+
+def session_rpc(
+    *,
+    session: Session,
+    plugin: str,
+    action: str,
+    payload: Any = None,
+    command_text: str | None = None,
+) -> dict[str, Any]:
+    """Run an RPC action of an active package (or a slash command naming one); its writes are immediate."""
+    session_require_active(session=session)
+    resolution, installed = session_resolve(session=session)
+    if plugin not in resolution.active:
+        verdict = resolution.verdict(plugin)
+        why = f": {verdict.message}" if verdict is not None and not verdict.active else ""
+        raise SessionProblem(
+            f"package {plugin} is not active in this session{why}",
+            code="plugin_not_active",
+            status=404,
+        )
+    manifest = installed[plugin]
+    parsed: ParsedCommand | None = None
+    if command_text is not None:
+        parsed = parse_command(command_text, [manifest], package=plugin)
+        if parsed.action != action:
+            raise CommandError(
+                f"/{parsed.name} runs action {parsed.action}, not {action}", code="unknown-command"
+            )
+    elif action not in list(manifest.contributes.get("actions") or []):
+        raise SessionProblem(
+            f"package {plugin} declares no action {action!r}", code="unknown_action", status=404
+        )
+    with session_locked(session_id=session.pk):
+        written: list[dict[str, Any]] = []
+        callbacks = SessionCallbacks(
+            session=session,
+            package=plugin,
+            runtime=None,
+            manifest=manifest,
+            on_write=lambda ns, key, value: written.append(
+                {"plugin": plugin, "namespace": ns, "key": key, "value": value}
+            ),
+        )
+        context = {
+            "sessionId": str(session.pk),
+            "locale": session.locale,
+            "userSettings": user_settings_for(package_id=plugin, session=session),
+            "command": parsed.as_ctx() if parsed else None,
+            "environment": _environment(session, parsed.context if parsed else ()),
+        }
+        try:
+            value = plugin_rpc_call(
+                manifest=manifest,
+                action=action,
+                payload=parsed.args if parsed else payload,
+                callbacks=callbacks,
+                context=context,
+            )
+        except PluginHostError as exc:
+            event_append(
+                session_id=session.pk,
+                type="rpc.failed",
+                payload={
+                    "plugin": plugin,
+                    "action": action,
+                    "code": exc.code,
+                    "error": exc.message,
+                },
+            )
+            raise SessionProblem(
+                f"{plugin}/{action} failed: {exc.message}", code=exc.code, status=502
+            ) from None
+        if written:
+            event_append(
+                session_id=session.pk, type="plugin-data.changed", payload={"changes": written}
+            )
+        event_append(
+            session_id=session.pk,
+            type="rpc.completed",
+            payload={"plugin": plugin, "action": action, "command": parsed.raw if parsed else None},
+        )
+    return {
+        "plugin": plugin,
+        "action": action,
+        "value": value,
+        "command": parsed.as_ctx() if parsed else None,
+    }
+
+
+def session_command(*, session: Session, text: str) -> dict[str, Any]:
+    """A slash command typed in the composer: find the active package that declares it."""
+    resolution, installed = session_resolve(session=session)
+    active = [installed[p] for p in resolution.active if p in installed]
+    stripped = text.strip()
+    name = stripped[1:].split(maxsplit=1)[0] if len(stripped) > 1 else ""
+    manifest, command = find_command(name, active)
+    return session_rpc(
+        session=session, plugin=manifest.id, action=str(command["action"]), command_text=stripped
+    )

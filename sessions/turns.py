@@ -1,0 +1,1009 @@
+"""The turn executor: resolve, plan, run each stage's runtimes, then commit once.
+
+A turn holds the session's lease (sessions.services.session_locked) from start to end, so two
+actions never interleave; it holds a database transaction only for the final commit. Runtime
+statuses are appended to the event stream as they happen, so a page sees them live.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from jsonschema import exceptions as schema_exceptions
+from jsonschema import validators
+
+from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
+from pluginhost.errors import PluginHostError
+from pluginhost.services import plugin_function_call, plugin_guard_call
+from sessions import selectors, services
+from sessions.callbacks import SessionCallbacks
+from sessions.errors import OperationError, WriteRefused
+from sessions.models import PluginData, RecordedExport, Session, Turn
+from sessions.operations import MISSING, TurnOverlay, datasets_of, proposal_ops
+from sessions.planner import STAGES, Plan, PlannedRuntime, Skip, plan_turn
+from sessions.resolver import Resolution
+from sessions.triggers import record_trigger
+from worlds.services import user_settings_for
+
+log = logging.getLogger("covel.sessions.turns")
+
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+SKIPPED = "skipped"
+DROPPED = "dropped"
+DEFERRED = "deferred"
+STORY_CONTRACT = "narrative-engine@2"
+KERNEL_INPUTS = ("turn-digest@1", "operations@1")
+
+
+@dataclass
+class RuntimeResult:
+    runtime: str  # qualified ID
+    package: str
+    stage: str
+    kind: str  # function | agent
+    activation: str
+    status: str
+    code: str = ""
+    reason: str = ""
+    output: Any = None
+    duration_ms: int = 0
+    story: bool = False
+    concealed: bool = False
+    job_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "runtime": self.runtime,
+            "package": self.package,
+            "stage": self.stage,
+            "kind": self.kind,
+            "activation": self.activation,
+            "status": self.status,
+            "code": self.code,
+            "reason": self.reason,
+            # A concealed runtime's output never leaves the server.
+            "output": None if self.concealed else self.output,
+            "durationMs": self.duration_ms,
+            "story": self.story,
+            "jobId": self.job_id,
+        }
+
+
+@dataclass
+class TurnRequest:
+    kind: str = Turn.Kind.PLAYER
+    message: str = ""
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    manual: dict[str, Any] = field(default_factory=dict)  # qualified runtime -> payload
+    turn_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    settle: dict[str, Any] | None = None  # the settle wait before the turn, if any
+
+    @property
+    def include_auto(self) -> bool:
+        return self.kind == Turn.Kind.PLAYER
+
+
+class LeaseLost(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ pointers and schemas
+
+
+def resolve_pointer(value: Any, pointer: str) -> Any:
+    """RFC 6901: the member of value at pointer; KeyError when it is not there."""
+    if pointer == "":
+        return value
+    if not pointer.startswith("/"):
+        raise KeyError(pointer)
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict):
+            value = value[token]
+        elif isinstance(value, list) and token.isdigit():
+            value = value[int(token)]
+        else:
+            raise KeyError(token)
+    return value
+
+
+_SCHEMAS: dict[str, Any] = {}
+_SCHEMAS_LOCK = threading.Lock()
+
+
+def _schema_file(manifest: Manifest, runtime: RuntimeManifest, written: str) -> Path | None:
+    """A path the manifest wrote: package-relative first, then relative to the runtime's file."""
+    root = Path(manifest.path)
+    for candidate in (root / written, (root / runtime.file).parent / written):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _validator(path: Path) -> Any:
+    key = f"{path}:{path.stat().st_mtime_ns}"
+    with _SCHEMAS_LOCK:
+        if key not in _SCHEMAS:
+            schema = json.loads(path.read_text(encoding="utf-8"))
+            _SCHEMAS[key] = validators.validator_for(schema)(schema)
+        return _SCHEMAS[key]
+
+
+def schema_problem(
+    manifest: Manifest, runtime: RuntimeManifest, written: str, value: Any, *, what: str
+) -> str | None:
+    """None when value matches the schema file; else a sentence naming the file, path and rule."""
+    path = _schema_file(manifest, runtime, written)
+    if path is None:
+        return f"{what} schema {written} of {runtime.qualified_id} cannot be found"
+    try:
+        validator = _validator(path)
+    except (OSError, ValueError) as exc:
+        return f"{what} schema {written} of {runtime.qualified_id} cannot be read: {exc}"
+    error = schema_exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    pointer = "".join(f"/{p}" for p in error.absolute_path) or "/"
+    relative = os.path.relpath(path, manifest.path)
+    return f"{what} of {runtime.qualified_id} does not match {relative} at {pointer}: {error.message} [{error.validator}]"
+
+
+# ------------------------------------------------------------------ the executor
+
+
+class TurnExecutor:
+    def __init__(
+        self,
+        *,
+        session: Session,
+        turn: Turn,
+        resolution: Resolution,
+        installed: Mapping[str, Manifest],
+        request: TurnRequest,
+        token: str | None,
+    ) -> None:
+        self.session = session
+        self.turn = turn
+        self.resolution = resolution
+        self.installed = installed
+        self.active = [installed[p] for p in resolution.active if p in installed]
+        self.request = request
+        self.token = token
+        self.logical_turn = turn.number
+        self.results: dict[str, RuntimeResult] = {}
+        self.order: list[str] = []
+        self.outputs: dict[str, Any] = {}
+        self.emitted: list[str] = []
+        self.ledger: dict[str, Any] = dict(session.trigger_ledger or {"runtimes": {}})
+        self.narrative_text = ""
+        self.datasets = {m.id: datasets_of(m) for m in self.active}
+        self.overlay = TurnOverlay(
+            load=self._load_stored, datasets=self.datasets, lister=self._list_stored
+        )
+        self.exports: list[tuple[str, str, str, Any]] = []  # (plugin, runtime, recordAs, value)
+        self.jobs: list[PlannedRuntime] = []
+        self.job_inputs: dict[str, dict[str, Any]] = {}
+        self.world = self._world()
+
+    # -------------------------------------------------------------- stored data
+
+    def _load_stored(self, plugin: str, namespace: str, key: str) -> Any:
+        row = (
+            PluginData.objects.filter(
+                session_id=self.session.pk, plugin_id=plugin, namespace=namespace, key=key
+            )
+            .only("value")
+            .first()
+        )
+        return MISSING if row is None else row.value
+
+    def _list_stored(self, plugin: str, namespace: str) -> dict[str, Any]:
+        return dict(
+            PluginData.objects.filter(
+                session_id=self.session.pk, plugin_id=plugin, namespace=namespace
+            ).values_list("key", "value")
+        )
+
+    def _world(self) -> dict[str, Any]:
+        world = self.session.world
+        return {
+            "id": world.world_id,
+            "name": world.display_name,
+            "description": world.description,
+            "characters": [],
+            "seats": list(self.session.seats or []),
+        }
+
+    # -------------------------------------------------------------- events
+
+    def emit(self, type: str, payload: Mapping[str, Any]) -> None:
+        services.event_append(
+            session_id=self.session.pk, type=type, payload={"turnId": str(self.turn.pk), **payload}
+        )
+
+    def _finish(self, result: RuntimeResult) -> None:
+        self.results[result.runtime] = result
+        if result.runtime not in self.order:
+            self.order.append(result.runtime)
+        self.emit("runtime.status", result.as_dict())
+        if self.token is not None:
+            services.session_lock_renew(session_id=self.session.pk, token=self.token)
+
+    # -------------------------------------------------------------- planning
+
+    def plan(self) -> Plan:
+        return plan_turn(
+            manifests=self.active,
+            phase=self.session.phase,
+            turn=self.logical_turn,
+            ledger=self.ledger,
+            emitted_topics=set(self.emitted),
+            manual=set(self.request.manual),
+            recorded_versions=self.session.setup_versions or {},
+            include_auto=self.request.include_auto,
+        )
+
+    def statuses(self) -> dict[str, str]:
+        return {rid: r.status for rid, r in self.results.items()}
+
+    # -------------------------------------------------------------- running
+
+    def run(self) -> None:
+        first = self.plan()
+        for skip in first.skipped:
+            self._finish(self._skip_result(skip, first))
+        # A runtime triggered by an event emitted earlier in this turn joins a later stage:
+        # the plan is made again at each barrier with the topics emitted so far.
+        topics_seen = 0
+        plan = first
+        for stage_name in [*STAGES, "manual"]:
+            if len(self.emitted) != topics_seen:
+                topics_seen = len(self.emitted)
+                plan = self.plan()
+            stage = next((s for s in plan.stages if s.stage == stage_name), None)
+            if stage is None:
+                continue
+            for level in stage.levels:
+                for planned in level:
+                    if planned.runtime in self.results:
+                        continue
+                    self._run_planned(plan, planned)
+            if stage_name == "narrative":
+                self._take_narrative()
+        if not self.narrative_text:
+            self._take_narrative()
+
+    def run_single(self, planned: PlannedRuntime, inputs: dict[str, Any]) -> RuntimeResult:
+        """Run one runtime with inputs bound elsewhere (a detached job's frozen inputs)."""
+        result = self._base(planned)
+        manifest = self.installed[planned.package]
+        if self._guarded(manifest, planned, inputs, result):
+            self._finish(result)
+            return result
+        self.emit("runtime.status", {**result.as_dict(), "status": "running"})
+        started = time.monotonic()
+        try:
+            if planned.manifest.is_function:
+                self._run_function(manifest, planned, inputs, result)
+            else:
+                self._run_agent(manifest, planned, inputs, result)
+        except Exception as exc:  # a wiring bug fails this runtime, not the worker
+            log.exception("runtime %s crashed the executor", planned.runtime)
+            result.status, result.code, result.reason = FAILED, "internal-error", str(exc)
+        result.duration_ms = int((time.monotonic() - started) * 1000)
+        self.overlay.complete(planned.runtime, succeeded=result.status == SUCCEEDED)
+        if result.status == SUCCEEDED:
+            self.outputs[planned.runtime] = result.output
+            record_as = planned.manifest.data.get("io", {}).get("output", {}).get("recordAs")
+            if record_as:
+                self.exports.append(
+                    (planned.package, planned.runtime, str(record_as), result.output)
+                )
+        self._finish(result)
+        return result
+
+    def _skip_result(self, skip: Skip, plan: Plan) -> RuntimeResult:
+        planned = plan.by_id.get(skip.runtime)
+        runtime = planned.manifest if planned else None
+        return RuntimeResult(
+            runtime=skip.runtime,
+            package=skip.package,
+            stage=skip.stage,
+            kind=runtime.kind if runtime else "function",
+            activation=planned.activation if planned else "auto",
+            status=SKIPPED,
+            code=skip.code,
+            reason=skip.reason,
+        )
+
+    def _base(self, planned: PlannedRuntime) -> RuntimeResult:
+        runtime = planned.manifest
+        return RuntimeResult(
+            runtime=planned.runtime,
+            package=planned.package,
+            stage=planned.stage,
+            kind=runtime.kind,
+            activation=planned.activation,
+            status="running",
+            story=runtime.visibility == "story",
+            concealed=bool(runtime.data.get("io", {}).get("concealed", False)),
+        )
+
+    def _run_planned(self, plan: Plan, planned: PlannedRuntime) -> None:
+        result = self._base(planned)
+        skip = plan.gate(planned.runtime, self.statuses())
+        if skip is not None:
+            result.status, result.code, result.reason = SKIPPED, skip.code, skip.reason
+            self._finish(result)
+            return
+        if planned.is_detached:
+            # The job runs with the inputs of this turn, frozen now (the turn is gone by then).
+            bound, missing = self._inputs(self.installed[planned.package], planned)
+            if missing:
+                result.status, result.code, result.reason = SKIPPED, "input-missing", missing
+                self._finish(result)
+                return
+            self.job_inputs[planned.runtime] = bound
+            self.ledger = record_trigger(self.ledger, planned.runtime, self.logical_turn)
+            self.jobs.append(planned)
+            result.status, result.code = DEFERRED, "detached"
+            result.reason = f"{planned.runtime} runs as a background job after this turn commits"
+            self._finish(result)
+            return
+        manifest = self.installed[planned.package]
+        inputs, missing = self._inputs(manifest, planned)
+        if missing:
+            result.status, result.code, result.reason = SKIPPED, "input-missing", missing
+            self._finish(result)
+            return
+        if self._guarded(manifest, planned, inputs, result):
+            self._finish(result)
+            return
+        # A trigger counts when the runtime starts (after its gates let it through).
+        self.ledger = record_trigger(self.ledger, planned.runtime, self.logical_turn)
+        self.emit("runtime.status", {**result.as_dict(), "status": "running"})
+        started = time.monotonic()
+        try:
+            if planned.manifest.is_function:
+                self._run_function(manifest, planned, inputs, result)
+            else:
+                self._run_agent(manifest, planned, inputs, result)
+        except Exception as exc:  # a bug in one runtime's wiring must not take the turn down
+            log.exception("runtime %s crashed the executor", planned.runtime)
+            result.status, result.code, result.reason = FAILED, "internal-error", str(exc)
+        result.duration_ms = int((time.monotonic() - started) * 1000)
+        if result.status == SUCCEEDED:
+            self.overlay.complete(planned.runtime, succeeded=True)
+            self.outputs[planned.runtime] = result.output
+            record_as = planned.manifest.data.get("io", {}).get("output", {}).get("recordAs")
+            if record_as:
+                self.exports.append(
+                    (planned.package, planned.runtime, str(record_as), result.output)
+                )
+        else:
+            self.overlay.complete(planned.runtime, succeeded=False)
+        self._finish(result)
+
+    def _guarded(
+        self,
+        manifest: Manifest,
+        planned: PlannedRuntime,
+        inputs: dict[str, Any],
+        result: RuntimeResult,
+    ) -> bool:
+        """Run the runtime's guard, if it has one; True (and result set) when it must not run.
+
+        A guard that fails stops its runtime too: its author meant it to be able to say no.
+        """
+        if not planned.manifest.data.get("guard"):
+            return False
+        try:
+            verdict = plugin_guard_call(
+                manifest=manifest,
+                runtime=planned.manifest.id,
+                callbacks=self._callbacks(planned),
+                context=self._context(planned, inputs),
+            )
+        except PluginHostError as exc:
+            result.status, result.code = FAILED, "guard-failed"
+            result.reason = f"{planned.runtime}: its guard failed: {exc.message}"
+            return True
+        if not verdict.skip:
+            return False
+        result.status, result.code = SKIPPED, "guard-skipped"
+        result.reason = f"{planned.runtime}: {verdict.reason or 'its guard skipped it'}"
+        return True
+
+    # -------------------------------------------------------------- inputs
+
+    def _providers(self, contract: str) -> list[str]:
+        found = []
+        for manifest in self.active:
+            for runtime in manifest.runtimes:
+                if runtime.data.get("io", {}).get("output", {}).get("contract") == contract:
+                    found.append(runtime.qualified_id)
+        return found
+
+    def _digest(self) -> dict[str, Any]:
+        return {
+            "playerMessage": self.request.message,
+            "narrativeText": self.narrative_text,
+            "actions": list(self.request.actions),
+        }
+
+    def _inputs(self, manifest: Manifest, planned: PlannedRuntime) -> tuple[dict[str, Any], str]:
+        """ctx.inputs ({name: {"value": ...}}), or a reason when a required input is missing."""
+        bound: dict[str, Any] = {}
+        specs = thaw(planned.manifest.data.get("io", {}).get("inputs") or {})
+        for name, spec in specs.items():
+            source = spec.get("from") or {}
+            required = bool(spec.get("required", True))
+            value: Any = MISSING
+            if "kernel" in source:
+                if source["kernel"] == "turn-digest@1":
+                    value = self._digest()
+                else:  # operations@1: what completed runtimes of this package staged so far
+                    done = set(self.overlay.completed)
+                    value = [
+                        {
+                            "runtime": w.runtime,
+                            "namespace": w.namespace,
+                            "key": w.key,
+                            "ops": list(w.ops),
+                        }
+                        for w in self.overlay.writes
+                        if w.plugin == planned.package and w.runtime in done
+                    ]
+            elif spec.get("scope") == "committed":
+                record_as = spec.get("recordAs")
+                producers = (
+                    [planned.package]
+                    if "runtime" in source
+                    else sorted(
+                        {r.split("/")[0] for r in self._providers(source.get("contract", ""))}
+                    )
+                )
+                for producer in producers:
+                    row = selectors.export_latest(
+                        session=self.session, plugin=producer, record_as=str(record_as)
+                    )
+                    if row is not None:
+                        value = row.value
+                        break
+            else:
+                if "runtime" in source:
+                    ref = str(source["runtime"])
+                    target = manifest.runtime(ref) or manifest.runtime(ref.split("/")[-1])
+                    producers = [target.qualified_id] if target else [ref]
+                else:
+                    producers = self._providers(str(source.get("contract", "")))
+                ok = [
+                    p
+                    for p in producers
+                    if self.results.get(p) and self.results[p].status == SUCCEEDED
+                ]
+                selected = []
+                for producer in ok:
+                    produced = self.outputs.get(producer)
+                    if spec.get("select"):
+                        try:
+                            produced = resolve_pointer(produced, spec["select"])
+                        except (KeyError, IndexError, TypeError, ValueError):
+                            continue
+                    self.overlay.record_dependency(reader=planned.runtime, source=producer)
+                    selected.append(produced)
+                if selected:
+                    value = selected if source.get("cardinality") == "all" else selected[0]
+            if value is MISSING:
+                if required:
+                    return (
+                        {},
+                        f"{planned.runtime} requires input {name}, which has no value this turn",
+                    )
+                continue
+            bound[name] = {"value": value}
+        return bound, ""
+
+    # -------------------------------------------------------------- function runtimes
+
+    def _callbacks(self, planned: PlannedRuntime) -> SessionCallbacks:
+        return SessionCallbacks(
+            session=self.session,
+            package=planned.package,
+            runtime=planned.runtime,
+            overlay=self.overlay,
+            on_emit=lambda topic, payload: self._emitted(planned, topic, payload),
+            manifest=self.installed[planned.package],
+        )
+
+    def _emitted(self, planned: PlannedRuntime, topic: str, payload: Mapping[str, Any]) -> None:
+        self.emitted.append(topic)
+        self.emit(
+            "plugin.event", {"runtime": planned.runtime, "topic": topic, "payload": dict(payload)}
+        )
+
+    def _context(self, planned: PlannedRuntime, inputs: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "sessionId": str(self.session.pk),
+            "turnId": str(self.turn.pk),
+            "runtimeId": planned.manifest.id,
+            "inputs": inputs,
+            "playerMessage": self.request.message,
+            "playerActions": list(self.request.actions),
+            "manualPayload": self.request.manual.get(planned.runtime),
+            "world": self.world,
+            "userSettings": user_settings_for(package_id=planned.package, session=self.session),
+            "locale": self.session.locale,
+            # One seed per turn and runtime: a retried turn draws the same numbers.
+            "seed": f"{self.turn.pk}:{planned.runtime}",
+            "logicalTurn": self.logical_turn,
+            "turnNumber": self.logical_turn,
+            "sourceTurnId": str(self.turn.pk),
+        }
+
+    def _stage_writes(
+        self,
+        planned: PlannedRuntime,
+        operations: list[dict[str, Any]],
+        proposals: list[dict[str, Any]],
+    ) -> str | None:
+        """Stage the runtime's writes in the overlay; a refusal's message, or None."""
+        staged: list[tuple[str, str, list[Mapping[str, Any]]]] = []
+        for op in operations:
+            kind = op.get("kind")
+            if kind == "set":
+                staged.append(
+                    (op["namespace"], op["key"], [{"op": "set", "value": op.get("value")}])
+                )
+            elif kind == "update":
+                staged.append((op["namespace"], op["key"], list(op.get("ops") or [])))
+            elif kind == "delete":
+                staged.append((op["namespace"], op["key"], [{"op": "delete"}]))
+        for proposal in proposals:
+            if proposal.get("type") != "plugin.data":
+                continue
+            payload = proposal.get("payload") or {}
+            try:
+                ops = proposal_ops(payload)
+            except OperationError as exc:
+                return f"{planned.package}/{payload.get('namespace')}/{payload.get('key')}: {exc}"
+            staged.append((str(payload.get("namespace")), str(payload.get("key")), ops))
+        for namespace, key, ops in staged:
+            try:
+                self.overlay.stage(
+                    runtime=planned.runtime,
+                    plugin=planned.package,
+                    namespace=namespace,
+                    key=key,
+                    ops=ops,
+                )
+            except WriteRefused as exc:
+                return str(exc)
+        return None
+
+    def _check_output(self, manifest: Manifest, planned: PlannedRuntime, output: Any) -> str | None:
+        written = planned.manifest.data.get("io", {}).get("output", {}).get("schema")
+        if not written:
+            return None
+        return schema_problem(manifest, planned.manifest, str(written), output, what="output")
+
+    def _run_function(
+        self,
+        manifest: Manifest,
+        planned: PlannedRuntime,
+        inputs: dict[str, Any],
+        result: RuntimeResult,
+    ) -> None:
+        try:
+            answer = plugin_function_call(
+                manifest=manifest,
+                runtime=planned.manifest.id,
+                callbacks=self._callbacks(planned),
+                context=self._context(planned, inputs),
+            )
+        except PluginHostError as exc:
+            result.status, result.code = FAILED, exc.code
+            result.reason = f"{planned.runtime}: {exc.message}"
+            return
+        value = answer.result if isinstance(answer.result, dict) else {}
+        outcome = value.get("outcome", "success")
+        for event in list(answer.emitted_events) + list(
+            (value.get("effects") or {}).get("events") or []
+        ):
+            if isinstance(event, dict) and event.get("topic"):
+                self._emitted(planned, str(event["topic"]), event.get("payload") or {})
+        if outcome == "failed":
+            result.status, result.code = FAILED, "runtime-failed"
+            result.reason = str(value.get("error") or f"{planned.runtime} reported failure")
+            return
+        if outcome == "skipped":
+            result.status, result.code = SKIPPED, "runtime-skipped"
+            result.reason = str(value.get("reason") or f"{planned.runtime} skipped itself")
+            return
+        output = value.get("value")
+        problem = self._check_output(manifest, planned, output)
+        if problem:
+            result.status, result.code, result.reason = FAILED, "output-invalid", problem
+            return
+        refused = self._stage_writes(planned, answer.operations, answer.proposals)
+        if refused:
+            result.status, result.code, result.reason = DROPPED, "write-refused", refused
+            result.output = output
+            return
+        result.status, result.output = SUCCEEDED, output
+
+    # -------------------------------------------------------------- agent runtimes
+
+    def _run_agent(
+        self,
+        manifest: Manifest,
+        planned: PlannedRuntime,
+        inputs: dict[str, Any],
+        result: RuntimeResult,
+    ) -> None:
+        """Through agents.runtime (the Agent runtimes issue): slot, prompt, tools, output checks.
+
+        Writes (tool proposals, dataset tools, write services) are staged in the turn's overlay
+        as the run goes; a failed run is marked failed, which throws them away.
+        """
+        from agents.runtime import AgentRuntimeContext, OverlayData, run_agent_runtime
+        from agents.tools import event_directory, service_providers
+
+        runtime = planned.manifest
+        user_settings = user_settings_for(package_id=planned.package, session=self.session)
+        stream = _StoryStream(self, planned) if runtime.visibility == "story" else None
+        context = AgentRuntimeContext(
+            data=OverlayData(overlay=self.overlay, runtime=planned.runtime),
+            callbacks_for=lambda plugin: SessionCallbacks(
+                session=self.session,
+                package=plugin,
+                runtime=planned.runtime,
+                overlay=self.overlay,
+                on_emit=lambda topic, payload: self._emitted(planned, topic, payload),
+                manifest=self.installed.get(plugin),
+            ),
+            session_id=str(self.session.pk),
+            turn_id=str(self.turn.pk),
+            player_message=self.request.message,
+            story_text=self.narrative_text or None,
+            history=self._history(),
+            inputs={name: bound["value"] for name, bound in inputs.items()},
+            payload=self.request.manual.get(planned.runtime),
+            variables={"world": self.world, "settings": user_settings},
+            user_settings=user_settings,
+            world=self.world,
+            locale=self.session.locale,
+            seed=f"{self.turn.pk}:{planned.runtime}",
+            events=event_directory(self.active),
+            services=service_providers(self.active),
+            emit=lambda topic, payload: self._emitted(planned, topic, payload),
+            on_text=stream.add if stream is not None else None,
+            tool_context={"turnNumber": self.logical_turn},
+        )
+        run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
+        if stream is not None:
+            stream.flush()
+        if run.status != "success":
+            result.status, result.code = FAILED, run.code or "agent-failed"
+            result.reason = run.error or f"{planned.runtime} failed"
+            return
+        result.status, result.output = SUCCEEDED, run.output if run.output is not None else run.text
+
+    def _history(self, limit: int = 20) -> list[Any]:
+        """The session's committed player turns, oldest first, as the prompt's history."""
+        from agents.prompt import Turn as PromptTurn
+
+        rows = list(
+            Turn.objects.filter(
+                session_id=self.session.pk, kind=Turn.Kind.PLAYER, status=Turn.Status.COMMITTED
+            )
+            .order_by("-created_at")
+            .values_list("player_message", "narrative_text")[:limit]
+        )
+        rows.reverse()
+        return [
+            PromptTurn(
+                messages=tuple(
+                    m
+                    for m in (
+                        {"role": "user", "content": said},
+                        {"role": "assistant", "content": told},
+                    )
+                    if m["content"]
+                )
+            )
+            for said, told in rows
+        ]
+
+    # -------------------------------------------------------------- the story
+
+    def _take_narrative(self) -> None:
+        for rid in self.order:
+            result = self.results[rid]
+            if result.status not in (SUCCEEDED, DROPPED) or not result.story:
+                continue
+            output = result.output
+            text = output.get("narrativeOutput") if isinstance(output, dict) else output
+            if isinstance(text, str) and text and text != self.narrative_text:
+                self.narrative_text = text
+                self.emit("narrative", {"runtime": rid, "text": text})
+                return
+
+    # -------------------------------------------------------------- commit
+
+    def commit(self) -> dict[str, Any]:
+        """One transaction: plugin data, exports, ledger, versions, the turn row, jobs, events."""
+        story = [rid for rid, r in self.results.items() if r.story]
+        with transaction.atomic():
+            session = Session.objects.select_for_update().get(pk=self.session.pk)
+            # A background commit holds the row lock only: it never waits for a player's turn,
+            # and a stored value it moves is exactly what that turn's commit re-checks.
+            if self.token is not None and session.lock_token != self.token:
+                raise LeaseLost("this turn lost the session lock before it could commit")
+
+            def latest(plugin: str, namespace: str, key: str) -> Any:
+                return self._load_stored(plugin, namespace, key)
+
+            outcome = self.overlay.commit(load_latest=latest, story=story)
+            for dropped in outcome.dropped:
+                result = self.results.get(dropped.runtime)
+                if result is not None and not result.story:
+                    result.status, result.code, result.reason = (
+                        DROPPED,
+                        dropped.code,
+                        dropped.message,
+                    )
+                elif result is not None:
+                    # The story stays (it already reached the player); only its writes are lost.
+                    result.reason = f"its writes were not saved: {dropped.message}"
+            changes = []
+            for (plugin, namespace, key), value in outcome.values.items():
+                if value is MISSING:
+                    PluginData.objects.filter(
+                        session=session, plugin_id=plugin, namespace=namespace, key=key
+                    ).delete()
+                else:
+                    PluginData.objects.update_or_create(
+                        session=session,
+                        plugin_id=plugin,
+                        namespace=namespace,
+                        key=key,
+                        defaults={"value": value},
+                    )
+                changes.append(
+                    {
+                        "plugin": plugin,
+                        "namespace": namespace,
+                        "key": key,
+                        "value": None if value is MISSING else value,
+                        "deleted": value is MISSING,
+                    }
+                )
+            kept = set(outcome.kept)
+            for plugin, runtime, record_as, value in self.exports:
+                if runtime in kept and self.results[runtime].status == SUCCEEDED:
+                    RecordedExport.objects.create(
+                        session=session,
+                        plugin_id=plugin,
+                        runtime_id=runtime,
+                        record_as=record_as,
+                        value=value,
+                        turn=self.turn,
+                    )
+            job_ids = self._enqueue_jobs(session)
+            versions = dict(session.package_versions or {})
+            setup_versions = dict(session.setup_versions or {})
+            failed_setup = {
+                r.package
+                for r in self.results.values()
+                if r.stage == "setup" and r.status != SUCCEEDED
+            }
+            for manifest in self.active:
+                versions[manifest.id] = manifest.version
+                if manifest.id not in failed_setup:
+                    setup_versions[manifest.id] = manifest.version
+            update: dict[str, Any] = {}
+            if self.request.kind != Turn.Kind.BACKGROUND:
+                update = {
+                    "trigger_ledger": self.ledger,
+                    "package_versions": versions,
+                    "setup_versions": setup_versions,
+                }
+            if self.request.kind == Turn.Kind.PLAYER:
+                update["turn_count"] = self.logical_turn
+                if session.phase == Session.Phase.SETUP:
+                    # The first committed player turn ends the setup phase (setup runtimes ran on it).
+                    update["phase"] = Session.Phase.PLAYING
+            if update:
+                Session.objects.filter(pk=session.pk).update(**update)
+            for key, value in update.items():
+                setattr(self.session, key, value)
+            commit_info = {
+                "written": [
+                    {k: c[k] for k in ("plugin", "namespace", "key", "deleted")} for c in changes
+                ],
+                "refusals": [r.as_dict() for r in outcome.refusals],
+                "dropped": [
+                    {"runtime": d.runtime, "code": d.code, "message": d.message}
+                    for d in outcome.dropped
+                ],
+                "jobs": job_ids,
+                "settle": self.request.settle,
+            }
+            self.turn.status = Turn.Status.COMMITTED
+            self.turn.narrative_text = self.narrative_text
+            self.turn.results = [self.results[r].as_dict() for r in self.order]
+            self.turn.commit = commit_info
+            self.turn.finished_at = timezone.now()
+            self.turn.save()
+            if changes:
+                services.event_append(
+                    session_id=session.pk,
+                    type="plugin-data.changed",
+                    payload={"turnId": str(self.turn.pk), "changes": changes},
+                )
+            for dropped in outcome.dropped:
+                self.emit("runtime.status", self.results[dropped.runtime].as_dict())
+        return commit_info
+
+    def _enqueue_jobs(self, session: Session) -> list[int]:
+        if not self.jobs:
+            return []
+        try:
+            from jobs.services import job_enqueue, job_options_from_schedule
+        except ImportError:
+            return []
+        ids = []
+        for planned in self.jobs:
+            job = job_enqueue(
+                session_id=session.pk,
+                plugin_id=planned.package,
+                runtime_id=planned.runtime,
+                source_turn=str(self.turn.pk),
+                inputs={
+                    "inputs": self.job_inputs.get(planned.runtime, {}),
+                    "playerMessage": self.request.message,
+                    "playerActions": list(self.request.actions),
+                },
+                options=job_options_from_schedule(thaw(planned.detached)),
+                package_version=self.installed[planned.package].version,
+            )
+            self.results[planned.runtime].job_id = job.pk
+            ids.append(job.pk)
+        return ids
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "turnId": str(self.turn.pk),
+            "number": self.turn.number,
+            "kind": self.turn.kind,
+            "status": self.turn.status,
+            "narrativeText": self.narrative_text,
+            "runtimes": [self.results[r].as_dict() for r in self.order],
+            "commit": self.turn.commit,
+        }
+
+
+class _StoryStream:
+    """A story agent's streamed text as `narrative.delta` events, at most one per interval.
+
+    Each event is one database row, so chunks are batched: the page still sees the story grow.
+    """
+
+    INTERVAL = 0.25
+
+    def __init__(self, executor: TurnExecutor, planned: PlannedRuntime) -> None:
+        self.executor = executor
+        self.planned = planned
+        self.buffer: list[str] = []
+        self.last = time.monotonic()
+
+    def add(self, text: str) -> None:
+        self.buffer.append(text)
+        if time.monotonic() - self.last >= self.INTERVAL:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            self.executor.emit(
+                "narrative.delta", {"runtime": self.planned.runtime, "text": "".join(self.buffer)}
+            )
+            self.buffer = []
+        self.last = time.monotonic()
+
+
+# ------------------------------------------------------------------ the service
+
+
+def turn_run(
+    *,
+    session: Session,
+    request: TurnRequest,
+    wait: float = services.LOCK_WAIT_SECONDS,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """Run one turn of the session under its lock and commit it; returns the turn's result.
+
+    Raises SessionBusy (another action runs), SessionNotActive, SessionProblem (a manual run of
+    a runtime that does not trigger now). token: a lock the caller already holds (and this
+    call releases), for the streaming action.
+    """
+    if token is None:
+        if request.kind != Turn.Kind.BACKGROUND:
+            request.settle = services.session_settle(session_id=session.pk)
+        token = services.session_lock_acquire(session_id=session.pk, wait=wait)
+    try:
+        return _turn_locked(session=session, request=request, token=token)
+    finally:
+        services.session_lock_release(session_id=session.pk, token=token)
+
+
+def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[str, Any]:
+    session.refresh_from_db()
+    services.session_require_active(session=session)
+    resolution, installed = services.session_resolve(session=session)
+    number = session.turn_count + 1 if request.kind == Turn.Kind.PLAYER else session.turn_count
+    turn = Turn(
+        id=request.turn_id,
+        session=session,
+        number=number,
+        kind=request.kind,
+        player_message=request.message,
+    )
+    executor = TurnExecutor(
+        session=session,
+        turn=turn,
+        resolution=resolution,
+        installed=installed,
+        request=request,
+        token=token,
+    )
+    if request.manual:
+        plan = executor.plan()
+        for runtime in request.manual:
+            if runtime in plan.by_id:
+                continue
+            why = next((d for d in [*plan.dormant, *plan.skipped] if d.runtime == runtime), None)
+            raise services.SessionProblem(
+                why.reason if why else f"{runtime} is not active in this session",
+                code=why.code if why else "runtime_not_active",
+            )
+    turn.save(force_insert=True)
+    executor.emit(
+        "turn.started",
+        {
+            "number": number,
+            "kind": request.kind,
+            "playerMessage": request.message,
+            "active": list(resolution.active),
+        },
+    )
+    try:
+        executor.run()
+        executor.commit()
+    except Exception as exc:
+        log.exception("turn %s of session %s failed", turn.pk, session.pk)
+        Turn.objects.filter(pk=turn.pk).update(
+            status=Turn.Status.FAILED,
+            error=str(exc),
+            finished_at=timezone.now(),
+            results=[executor.results[r].as_dict() for r in executor.order],
+        )
+        turn.status = Turn.Status.FAILED
+        executor.emit("turn.failed", {"error": str(exc)})
+        raise
+    summary = executor.summary()
+    executor.emit("turn.committed", summary)
+    return summary

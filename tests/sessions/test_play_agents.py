@@ -1,0 +1,115 @@
+"""Agent runtimes in a real turn: the notebook's model (a local stand-in over HTTP) reads the
+narrator's paragraph from its inputs and saves a note through the package's own tool."""
+
+from __future__ import annotations
+
+import json
+
+import test_play_support as support
+from test_play_support import by_runtime, play
+
+from agents.models import ModelSlot
+from agents.standin import StandInModel
+from sessions.models import PluginData
+from sessions.services import session_create
+
+bundled_world = support.bundled_world  # a shared fixture
+
+
+def test_the_notebook_agent_saves_a_note_through_its_tool(bundled_world, alice):
+    replies = [
+        {
+            "toolCalls": [
+                {
+                    "id": "call-1",
+                    "name": "save-note",
+                    "arguments": json.dumps({"id": "gate-is-open", "text": "The gate is open."}),
+                }
+            ]
+        }
+    ]
+    with StandInModel(replies) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        session = session_create(owner=alice, world=bundled_world)
+        result = play(session, "I open the gate.")
+        prompt = json.dumps(model.requests[0]["messages"])
+    notebook = by_runtime(result)["notebook"]
+    assert notebook["status"] == "succeeded", notebook
+    # The model saw this turn's story through the declared input (select: /narrativeOutput).
+    assert json.dumps(result["narrativeText"])[1:-1] in prompt
+    assert [t["function"]["name"] for t in model.requests[0]["tools"]] == ["save-note"]
+    note = PluginData.objects.get(
+        session=session, plugin_id="notebook", namespace="notes", key="gate-is-open"
+    )
+    assert note.value == {"id": "gate-is-open", "text": "The gate is open."}
+
+
+def test_an_agent_whose_tool_calls_keep_failing_fails_and_writes_nothing(bundled_world, alice):
+    # "Bad Id" breaks the tool's kebab-case rule: every call fails, the agent never finishes
+    # with save-note, and the turn still commits.
+    replies = [
+        {
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "name": "save-note",
+                    "arguments": json.dumps({"id": "Bad Id", "text": "x"}),
+                }
+            ]
+        },
+        {
+            "toolCalls": [
+                {
+                    "id": "c2",
+                    "name": "save-note",
+                    "arguments": json.dumps({"id": "Bad Id", "text": "x"}),
+                }
+            ]
+        },
+        {
+            "toolCalls": [
+                {
+                    "id": "c3",
+                    "name": "save-note",
+                    "arguments": json.dumps({"id": "Bad Id", "text": "x"}),
+                }
+            ]
+        },
+    ]
+    with StandInModel(replies, exhausted_status=400) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        session = session_create(owner=alice, world=bundled_world)
+        result = play(session, "I open the gate.")
+    notebook = by_runtime(result)["notebook"]
+    assert notebook["status"] == "failed"
+    assert result["status"] == "committed"
+    assert not PluginData.objects.filter(session=session, plugin_id="notebook").exists()
+
+
+def test_a_story_agent_streams_the_story_and_sees_the_earlier_turns(db, alice):
+    from test_play_support import index_bundled, make_world
+
+    from sessions.models import SessionEvent
+
+    index_bundled("narrator", "story-agent")
+    world = make_world(owner=alice, plugins=["story-agent"])
+    replies = [
+        {"content": "You step into the rain. The harbour lights blur.", "chunkDelayMs": 5},
+        {"content": "You knock twice; nobody answers.", "chunkDelayMs": 5},
+    ]
+    with StandInModel(replies) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        session = session_create(owner=alice, world=world)
+        # The story agent provides narrative-engine@2, so the default narrator steps aside.
+        assert session.resolved_plugins == ["story-agent"]
+        assert session.outcomes["narrator"][-1]["code"] == "default-replaced"
+        first = play(session, "I step outside.")
+        second = play(session, "I knock on the door.")
+        later_prompt = json.dumps(model.requests[-1]["messages"])
+    assert first["narrativeText"] == "You step into the rain. The harbour lights blur."
+    assert second["narrativeText"] == "You knock twice; nobody answers."
+    assert "I step outside." in later_prompt and "You step into the rain." in later_prompt
+    deltas = SessionEvent.objects.filter(
+        session=session, type="narrative.delta", payload__turnId=first["turnId"]
+    )
+    assert "".join(e.payload["text"] for e in deltas.order_by("seq")) == first["narrativeText"]

@@ -1,0 +1,93 @@
+"""A player in a real Chromium: create a session from a world, play two turns, watch the story,
+the runtime statuses and the plugin data panel update live over server-sent events."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from django.db import connections
+from playwright.sync_api import expect
+from test_play_support import index_bundled, make_world
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def page(transactional_db, browser, live_server, monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; Django's ORM must allow it.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    # Request threads share this settings dict: without CONN_MAX_AGE 0 they would keep
+    # PostgreSQL connections open past the test and block dropping the test database.
+    monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", 0)
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+    connections.close_all()
+
+
+def test_a_player_creates_a_session_and_plays_two_turns(page, live_server, alice):
+    index_bundled("narrator", "word-count", "dice", "notebook")
+    make_world(
+        owner=alice, plugins=["word-count", "notebook"], settings={"narrator": {"style": "terse"}}
+    )
+
+    page.goto(f"{live_server.url}/accounts/login/?next=/sessions/new/?world=harbor")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    with page.expect_navigation():
+        page.click("form.card button[type=submit]")
+    # The world's plugins and the core narrator are ticked; dice is offered.
+    expect(page.locator("input[name=plugins][value=narrator]")).to_be_checked()
+    expect(page.locator("input[name=plugins][value=word-count]")).to_be_checked()
+    expect(page.locator("input[name=plugins][value=dice]")).not_to_be_checked()
+    page.check("input[name=plugins][value=dice]")
+    with page.expect_navigation():
+        page.click("#new-session button[type=submit]")
+    assert re.search(r"/sessions/[0-9a-f-]{36}/$", page.url)
+    # Why each plugin is in: the outcomes table.
+    expect(page.locator("#outcomes")).to_contain_text("core")
+    expect(page.locator("#outcomes")).to_contain_text("requested")
+    expect(page.locator("#play[data-connected=true]")).to_have_count(1)
+
+    page.fill("#message", "I open the gate.")
+    page.click("#send")
+    story = page.locator("#story li.turn")
+    expect(story).to_have_count(1)
+    expect(story.nth(0).locator(".player-line")).to_have_text("I open the gate.")
+    expect(story.nth(0).locator(".narrative")).to_contain_text("You open the gate")
+    expect(page.locator('#runtimes li[data-runtime="narrator"] .status')).to_have_text("succeeded")
+    # The notebook agent has no model here: it fails honestly, and the turn goes on.
+    notebook = page.locator('#runtimes li[data-runtime="notebook"]')
+    expect(notebook.locator(".status")).to_have_text("failed")
+    expect(notebook.locator(".code")).to_have_text("no-model-configured")
+    totals = page.locator('#plugin-data tr[data-key="word-count/totals/session"] .value')
+    expect(totals).to_contain_text('"turns":1')
+    expect(page.locator("#session-turns")).to_have_text("1")
+
+    page.fill("#message", "I wait for the tide")
+    page.click("#send")
+    expect(story).to_have_count(2)
+    expect(story.nth(1).locator(".narrative")).to_contain_text("You wait for the tide")
+    expect(totals).to_contain_text('"turns":2')
+    expect(totals).to_contain_text('"playerWords":9')
+    expect(page.locator("#session-turns")).to_have_text("2")
+
+    # A slash command answers in place.
+    page.fill("#message", "/roll 2 d6")
+    page.click("#send")
+    expect(page.locator("#command-result")).to_contain_text('"dice"')
+
+    # After a reload the page shows the same story and data from the server.
+    page.reload()
+    expect(page.locator("#story li.turn")).to_have_count(2)
+    expect(
+        page.locator('#plugin-data tr[data-key="word-count/totals/session"] .value')
+    ).to_contain_text('"turns":2')
+    page.goto("about:blank")
+    # The closed stream notices at its next keep-alive; let its server thread end while the
+    # test database is still there.
+    page.wait_for_timeout(3000)

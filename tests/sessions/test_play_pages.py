@@ -1,0 +1,128 @@
+"""Session pages: my sessions, a new session from a world, and why each plugin is in or out."""
+
+from __future__ import annotations
+
+from django.test import Client
+from test_play_support import index_bundled, index_folder, make_world, write_plugin
+
+from sessions.models import Session
+
+
+def login(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_resolvers_outcomes_show_on_the_session_page(db, alice, tmp_path):
+    index_bundled("narrator", "notebook", "dice")
+    # Community code nobody approved, and a package for a newer host.
+    index_folder(
+        write_plugin(
+            tmp_path,
+            "stranger",
+            {},
+            files={"server/index.js": "export default () => {};\n"},
+        ),
+        source="community",
+    )
+    index_folder(write_plugin(tmp_path, "future", {"covel": ">=9.0.0"}), valid=False)
+    world = make_world(owner=alice, plugins=["notebook", "stranger", "future", "ghost"])
+    client = login(alice)
+    answer = client.post(
+        "/sessions/new/",
+        {"world": "harbor", "plugins": ["notebook", "stranger", "future", "ghost"]},
+    )
+    assert answer.status_code == 302
+    session = Session.objects.get(owner=alice)
+    assert session.world == world
+    # narrator was unticked: core packages are left out only when the player says so.
+    assert session.excluded_plugins == ["narrator"]
+    codes = {p: o[-1]["code"] for p, o in session.outcomes.items()}
+    assert codes == {
+        "notebook": "missing-provider",
+        "stranger": "approval-required",
+        "future": "host-range",
+        "ghost": "unknown-plugin",
+        "narrator": "excluded",
+    }
+    page = client.get(answer["Location"]).content.decode()
+    for code in codes.values():
+        assert code in page
+    assert "future needs Covel &gt;=9.0.0; this host runs 0.1.0" in page
+    assert "ghost is not installed on this hub" in page
+
+
+def test_a_new_session_form_ticks_the_worlds_and_the_core_plugins(db, alice):
+    index_bundled("narrator", "dice", "word-count")
+    make_world(owner=alice, plugins=["dice"])
+    page = login(alice).get("/sessions/new/?world=harbor").content.decode()
+    assert 'value="narrator" checked' in page and 'value="dice" checked' in page
+    assert 'value="word-count">' in page  # offered, not ticked
+
+
+def test_the_list_shows_only_my_sessions_and_strangers_are_sent_to_log_in(db, alice, charlie):
+    index_bundled("narrator")
+    world = make_world(owner=alice, plugins=[])
+    mine = Session.objects.create(world=world, owner=alice, title="Mine")
+    Session.objects.create(world=world, owner=charlie, title="Charlie's secret")
+    page = login(alice).get("/sessions/").content.decode()
+    assert "Mine" in page and "secret" not in page
+    assert Client().get("/sessions/")["Location"].startswith("/accounts/login/")
+    assert login(charlie).get(f"/sessions/{mine.pk}/").status_code == 403
+
+
+def test_plugin_text_is_escaped_on_the_play_page(db, alice):
+    from sessions.models import PluginData, Turn
+
+    index_bundled("narrator")
+    world = make_world(owner=alice, plugins=[])
+    session = Session.objects.create(world=world, owner=alice)
+    Turn.objects.create(
+        session=session,
+        number=1,
+        status="committed",
+        player_message="<b>hi</b>",
+        narrative_text="<script>alert(1)</script>",
+    )
+    PluginData.objects.create(
+        session=session, plugin_id="narrator", namespace="n", key="<i>k</i>", value={"x": "<img>"}
+    )
+    page = login(alice).get(f"/sessions/{session.pk}/").content.decode()
+    assert (
+        "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    )
+    assert "<img>" not in page and "<i>k</i>" not in page
+
+
+def test_the_session_list_costs_the_same_queries_for_one_or_many_sessions(db, alice):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    world = make_world(owner=alice, plugins=[])
+    client = login(alice)
+    Session.objects.create(world=world, owner=alice, title="One")
+    with CaptureQueriesContext(connection) as one:
+        assert client.get("/sessions/").status_code == 200
+    for n in range(6):
+        Session.objects.create(world=world, owner=alice, title=f"More {n}")
+    with CaptureQueriesContext(connection) as many:
+        page = client.get("/sessions/")
+    assert page.content.decode().count("<tr>") == 8  # header + 7 sessions
+    assert len(many.captured_queries) == len(one.captured_queries)
+
+
+def test_the_owner_pauses_and_ends_a_session_and_charlie_cannot(db, alice, charlie):
+    world = make_world(owner=alice, plugins=[])
+    session = Session.objects.create(world=world, owner=alice)
+    url = f"/sessions/{session.pk}/status/"
+    assert login(charlie).post(url, {"status": "ended"}).status_code == 403
+    assert login(alice).post(url, {"status": "paused"}).status_code == 302
+    session.refresh_from_db()
+    assert session.status == "paused"
+    assert "Resume" in login(alice).get(f"/sessions/{session.pk}/").content.decode()
+    assert login(alice).post(url, {"status": "bogus"}).status_code == 422
+    login(alice).post(url, {"status": "ended"})
+    assert login(alice).post(url, {"status": "active"}).status_code == 409
+    session.refresh_from_db()
+    assert session.status == "ended"
