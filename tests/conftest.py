@@ -67,10 +67,12 @@ def charlie(django_user_model):
 
 
 @pytest.fixture
-def browser(chromium_path):
+def browser(chromium_path, monkeypatch):
     """A headless Debian Chromium driven by Playwright (no browser download)."""
     from playwright.sync_api import sync_playwright
 
+    # Playwright's sync API runs an event loop in this thread; the ORM calls here are still sync.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as pw:
         instance = pw.chromium.launch(
             executable_path=chromium_path,
@@ -87,8 +89,38 @@ def browser(chromium_path):
         )
         yield instance
         instance.close()
-    # Code run under Playwright's event loop may open a second database connection; left open
-    # on PostgreSQL it blocks dropping the test database.
+    # Code run under Playwright's event loop opens a second database connection; left open on
+    # PostgreSQL it blocks dropping the test database.
     from django.db import connections
 
     connections.close_all()
+
+
+@pytest.fixture
+def page(transactional_db, browser, live_server, monkeypatch):
+    """A fresh browser page against the live server."""
+    from django.db import connections
+
+    # The live server's request threads share this settings dict: with CONN_MAX_AGE they would
+    # keep PostgreSQL connections open past the test and block dropping the test database.
+    monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", 0)
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+    connections.close_all()
+
+
+@pytest.fixture
+def log_in(live_server):
+    """log_in(page, username, password, next_url="/"): sign in through the real login form."""
+
+    def sign_in(page, username: str, password: str, next_url: str = "/") -> None:
+        page.goto(f"{live_server.url}/accounts/login/?next={next_url}")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", password)
+        with page.expect_navigation():
+            page.click("form.card button[type=submit]")
+
+    return sign_in

@@ -10,26 +10,13 @@ from approvals.selectors import package_is_usable
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def async_unsafe(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the ORM calls here are still sync.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-def log_in(page, base: str, username: str, password: str) -> None:
-    page.goto(f"{base}/accounts/login/?next=/approvals/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-
-
 def test_staff_approve_in_the_browser_and_players_are_refused(
-    async_unsafe, live_server, weather, bob, alice, browser
+    log_in, live_server, weather, bob, alice, browser
 ):
     base = live_server.url
     context = browser.new_context()
     page = context.new_page()
-    log_in(page, base, "bob", "bob-password")
+    log_in(page, "bob", "bob-password", "/approvals/")
     page.wait_for_url(f"{base}/approvals/")
     card = page.locator("article.approval-card-pending")
     assert card.count() == 1
@@ -48,7 +35,7 @@ def test_staff_approve_in_the_browser_and_players_are_refused(
 
     player = browser.new_context()
     page = player.new_page()
-    log_in(page, base, "alice", "alice-password")
+    log_in(page, "alice", "alice-password", "/approvals/")
     response = page.goto(f"{base}/approvals/")
     assert response is not None and response.status == 403
     player.close()

@@ -44,9 +44,6 @@ tags: [mode:tabletop]
 def test_a_player_finds_a_package_and_confirms_an_author_link(
     browser, live_server, real_plugin_dirs, monkeypatch
 ) -> None:
-    monkeypatch.setenv(
-        "DJANGO_ALLOW_ASYNC_UNSAFE", "true"
-    )  # Playwright's sync API runs an event loop
     try:
         _walk_through(browser, live_server, real_plugin_dirs)
     finally:

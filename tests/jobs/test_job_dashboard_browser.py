@@ -13,19 +13,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def async_unsafe(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the ORM calls here are still sync.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-def _log_in(page, base: str, username: str, password: str) -> None:
-    page.goto(f"{base}/accounts/login/?next=/jobs/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-
-
-@pytest.fixture
 def two_jobs(make_job, monkeypatch):
     # Made before the browser starts: Playwright's event loop would give the ORM calls of the
     # test body a connection of their own that nobody closes.
@@ -39,12 +26,12 @@ def two_jobs(make_job, monkeypatch):
 
 
 def test_staff_filter_the_dashboard_and_players_are_refused(
-    async_unsafe, live_server, bob, alice, two_jobs, browser
+    log_in, live_server, bob, alice, two_jobs, browser
 ):
     base = live_server.url
     context = browser.new_context()
     page = context.new_page()
-    _log_in(page, base, "bob", "bob-password")
+    log_in(page, "bob", "bob-password", "/jobs/")
     page.wait_for_url(f"{base}/jobs/")
     assert page.locator("svg.jobs-timeline rect.bar-run").count() == 2
     assert page.locator("table.jobs-table tbody tr").count() == 2
@@ -57,6 +44,6 @@ def test_staff_filter_the_dashboard_and_players_are_refused(
 
     context = browser.new_context()
     page = context.new_page()
-    _log_in(page, base, "alice", "alice-password")
+    log_in(page, "alice", "alice-password", "/jobs/")
     assert page.goto(f"{base}/jobs/").status == 403
     context.close()

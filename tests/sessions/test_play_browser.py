@@ -3,30 +3,13 @@ the runtime statuses and the plugin data panel update live over server-sent even
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
-from django.db import connections
 from playwright.sync_api import expect
 from test_play_support import index_bundled, make_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def page(transactional_db, browser, live_server, monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; Django's ORM must allow it.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    # Request threads share this settings dict: without CONN_MAX_AGE 0 they would keep
-    # PostgreSQL connections open past the test and block dropping the test database.
-    monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", 0)
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    yield page
-    context.close()
-    connections.close_all()
 
 
 def test_a_player_creates_a_session_and_plays_two_turns(page, live_server, alice):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -182,7 +181,6 @@ def test_only_staff_can_bring_a_run_forward(
 def test_a_script_in_a_doc_string_is_inert_in_a_real_browser(
     live_server, browser, plugins_dir: Path, write_plugin: PluginWriter
 ) -> None:
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     data = example_manifest()
     data["source"]["facts"][0]["doc"] = SCRIPT
     data["source"]["name"] = SCRIPT

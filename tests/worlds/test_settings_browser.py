@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from django.db import connections
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def page(transactional_db, browser, live_server, monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; Django's ORM must allow it.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    # The live server's request threads share this settings dict: with CONN_MAX_AGE they would
-    # keep PostgreSQL connections open past the test and block dropping the test database.
-    monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", 0)
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
-    # Playwright's sync API runs this code in a greenlet with its own context, where Django
-    # opens a second connection; close it here or it blocks dropping the test database.
-    connections.close_all()
-
-
-def log_in(page, live_server, username: str, password: str, next_url: str) -> None:
-    page.goto(f"{live_server.url}/accounts/login/?next={next_url}")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    with page.expect_navigation():
-        page.click("form.card button[type=submit]")
-
-
 def test_world_author_changes_slider_and_select_and_sees_them_after_reload(
-    page, live_server, harbor
+    page, log_in, live_server, harbor
 ) -> None:
-    log_in(page, live_server, "alice", "alice-password", "/worlds/harbor/")
+    log_in(page, "alice", "alice-password", "/worlds/harbor/")
     assert page.url.endswith("/worlds/harbor/")
     slider = page.locator("#panel-affinity-intensity")
     output = page.locator("#panel-affinity-intensity-value")
@@ -66,8 +38,8 @@ def test_world_author_changes_slider_and_select_and_sees_them_after_reload(
     assert harbor.plugin_settings["affinity"] == {"tone": "gentle", "intensity": 9}
 
 
-def test_an_out_of_range_value_shows_its_error(page, live_server, harbor) -> None:
-    log_in(page, live_server, "alice", "alice-password", "/worlds/harbor/")
+def test_an_out_of_range_value_shows_its_error(page, log_in, live_server, harbor) -> None:
+    log_in(page, "alice", "alice-password", "/worlds/harbor/")
     page.fill("#panel-affinity-max-entries", "500")
     with page.expect_navigation():
         page.click("#panel-affinity button.save")
