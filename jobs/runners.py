@@ -2,7 +2,7 @@
 
 Runners are a registry: settings.COVEL_JOB_RUNNERS maps a runner kind (RuntimeJob.runner) to the
 dotted path of a callable `runner(job, ctx) -> RunResult | None`, imported on first use. The
-turn pipeline will register the real "runtime" runner; tests register their own kinds.
+turn pipeline's "runtime" runner is sessions.background.run_detached; tests add their own kinds.
 
 A runner never writes to the session itself: it returns a RunResult whose `commit` callable the
 job calls inside its commit transaction, so a job that times out, is cancelled or goes stale
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from jobs.models import RuntimeJob
 
 DEFAULT_RUNNERS: dict[str, str] = {
-    "runtime": "jobs.runners.run_runtime",
+    # A detached plugin runtime, run as a background turn of its session.
+    "runtime": "sessions.background.run_detached",
     # Does nothing: the benchmark's trivial job and a smoke check of a deployment's workers.
     "noop": "jobs.runners.run_noop",
 }
@@ -96,14 +97,6 @@ def _import(path: str) -> Callable[..., RunResult | None]:
         return import_string(path)
     except ImportError as exc:
         raise RunnerNotFound(f"job runner {path!r} cannot be imported: {exc}") from exc
-
-
-def run_runtime(job: RuntimeJob, ctx: JobContext) -> RunResult:
-    """The runner of detached plugin runtimes: the turn pipeline plugs in here next."""
-    raise NotImplementedError(
-        f"cannot run runtime {job.plugin_id}/{job.runtime_id}: "
-        "the turn pipeline is not wired to detached jobs yet"
-    )
 
 
 def run_noop(job: RuntimeJob, ctx: JobContext) -> RunResult:

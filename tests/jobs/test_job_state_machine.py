@@ -157,13 +157,11 @@ def test_an_unknown_runner_kind_fails_with_a_clear_error(make_job):
     assert "no job runner is registered for kind 'nonexistent-kind'" in job.error
 
 
-def test_the_runtime_runner_says_the_pipeline_is_not_wired_yet(make_job):
-    job = make_job("runtime")
-    job_execute(job_pk=job.pk, owner="w")
-    job.refresh_from_db()
-    assert job.state == S.FAILED
-    assert "turn pipeline is not wired" in job.error
-    assert "notebook/summarise" in job.error
+def test_the_runtime_runner_is_the_sessions_background_turn():
+    from jobs.runners import resolve_runner
+    from sessions.background import run_detached
+
+    assert resolve_runner("runtime") is run_detached
 
 
 def test_a_changed_package_version_makes_a_queued_job_stale(make_job, notebook, tmp_path):
