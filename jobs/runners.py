@@ -115,14 +115,16 @@ class Staleness:
 def staleness_check(job: RuntimeJob) -> Staleness | None:
     """Why the job must not run or commit any more, or None.
 
-    Checked after the claim and again just before the commit: the package's approval was
-    revoked, or its installed version is not the one the job was created for. (The session
-    model has no status yet; the Sessions issue adds "the session ended" here.)
+    Checked after the claim and again just before the commit: the session ended, the package's
+    approval was revoked, or its installed version is not the one the job was created for.
     """
     from approvals.selectors import package_usability
     from catalogue.models import Package
     from jobs.models import JobReason
+    from sessions.models import Session
 
+    if Session.objects.filter(pk=job.session_id, status=Session.Status.ENDED).exists():
+        return Staleness(JobReason.SESSION_ENDED, "the session has ended")
     package = package_facts(job.plugin_id)
     if package is None:
         return Staleness(

@@ -176,6 +176,22 @@ def test_a_changed_package_version_makes_a_queued_job_stale(make_job, notebook, 
     assert read_lines(tmp_path / "out" / "runs.log") == []
 
 
+def test_a_job_of_an_ended_session_goes_stale_without_running(make_job, play_session, tmp_path):
+    paused = make_job("sleep", label="paused-runs")
+    play_session.status = "paused"
+    play_session.save()
+    job_execute(job_pk=paused.pk, owner="w")
+    paused.refresh_from_db()
+    assert paused.state == S.SUCCEEDED  # a paused session still takes its jobs' results
+    job = make_job("sleep", label="after-the-end")
+    play_session.status = "ended"
+    play_session.save()
+    job_execute(job_pk=job.pk, owner="w")
+    job.refresh_from_db()
+    assert (job.state, job.reason) == (S.STALE, JobReason.SESSION_ENDED)
+    assert "after-the-end" not in "".join(read_lines(tmp_path / "out" / "runs.log"))
+
+
 def test_the_reaper_orphans_only_expired_leases(make_job):
     expired = make_job("noop")
     fresh = make_job("noop", runtime_id="r2")
