@@ -126,3 +126,26 @@ def test_the_owner_pauses_and_ends_a_session_and_charlie_cannot(db, alice, charl
     assert login(alice).post(url, {"status": "active"}).status_code == 409
     session.refresh_from_db()
     assert session.status == "ended"
+
+
+def test_the_play_page_loads_the_sessions_jobs_panel(db, alice, charlie):
+    from django.utils import timezone
+
+    from jobs.models import RuntimeJob
+
+    index_bundled("narrator")
+    session = Session.objects.create(world=make_world(owner=alice, plugins=[]), owner=alice)
+    RuntimeJob.objects.create(
+        session=session,
+        plugin_id="chronicle",
+        runtime_id="summarize",
+        source_turn="t-1",
+        created_at=timezone.now(),
+        updated_at=timezone.now(),
+    )
+    page = login(alice).get(f"/sessions/{session.pk}/").content.decode()
+    panel_url = f"/jobs/sessions/{session.pk}/panel/"
+    assert f'hx-get="{panel_url}"' in page
+    panel = login(alice).get(panel_url)
+    assert panel.status_code == 200 and "chronicle/summarize" in panel.content.decode()
+    assert login(charlie).get(panel_url).status_code == 403
