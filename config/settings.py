@@ -103,6 +103,9 @@ COVEL_WORLD_DIRS = [BASE_DIR / "world-packages", *env_paths("COVEL_WORLD_DIRS")]
 COVEL_SOURCE_PLUGIN_DIRS = [BASE_DIR / "source-plugins", *env_paths("COVEL_SOURCE_PLUGIN_DIRS")]
 # The Covel host version this hub stands in for when checking a package's `covel` range.
 COVEL_HOST_VERSION = env_str("COVEL_HOST_VERSION", "0.1.0")
+# The package that narrates (provides narrative-engine@2) once staff configure a story model slot;
+# until then the bundled function narrator does. Empty: only when a session requests it.
+COVEL_STORY_AGENT = env_str("COVEL_STORY_AGENT", "story-agent")
 # Extra model slot names beyond story, plugin, utility and memory, comma-separated.
 COVEL_MODEL_SLOTS = [s for s in env_str("COVEL_MODEL_SLOTS", "").split(",") if s]
 # A PEM CA bundle that replaces the system trust store for covel.http; tests only.

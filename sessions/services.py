@@ -104,13 +104,32 @@ def _usable_from(manifests: Mapping[str, Manifest]) -> Any:
     return usable
 
 
+def _with_story_agent(
+    requested: list[str], installed: Mapping[str, Manifest], session: Session
+) -> list[str]:
+    """With a story model configured, the story agent narrates; without one the function narrator
+    stays the provider of narrative-engine@2 (settings.COVEL_STORY_AGENT names the package)."""
+    from agents.selectors import slot_configured
+
+    agent = getattr(settings, "COVEL_STORY_AGENT", "")
+    if (
+        agent
+        and agent in installed
+        and agent not in requested
+        and agent not in (session.excluded_plugins or [])
+        and slot_configured(slot="story")
+    ):
+        return [*requested, agent]
+    return requested
+
+
 def session_resolve(
     *, session: Session, installed: Mapping[str, Manifest] | None = None, save: bool = True
 ) -> tuple[Resolution, dict[str, Manifest]]:
     """Resolve the session's requested plugins against what is installed and usable now."""
     installed = dict(installed if installed is not None else selectors.installed_manifests())
     resolution = resolve(
-        requested=list(session.requested_plugins or []),
+        requested=_with_story_agent(list(session.requested_plugins or []), installed, session),
         installed=installed,
         usable=_usable_from(installed),
         host_version=settings.COVEL_HOST_VERSION,

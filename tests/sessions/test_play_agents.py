@@ -113,3 +113,19 @@ def test_a_story_agent_streams_the_story_and_sees_the_earlier_turns(db, alice):
         session=session, type="narrative.delta", payload__turnId=first["turnId"]
     )
     assert "".join(e.payload["text"] for e in deltas.order_by("seq")) == first["narrativeText"]
+
+
+def test_the_story_agent_narrates_only_once_a_story_slot_is_configured(db, alice):
+    support.index_bundled("narrator", "story-agent")
+    world = support.make_world(owner=alice, plugins=[])
+    without = session_create(owner=alice, world=world)
+    assert "narrator" in without.resolved_plugins and "story-agent" not in without.resolved_plugins
+
+    ModelSlot.objects.create(name="story", base_url="http://127.0.0.1:9/v1", model="m")
+    with_slot = session_create(owner=alice, world=world)
+    assert "story-agent" in with_slot.resolved_plugins
+    assert "narrator" not in with_slot.resolved_plugins
+    assert with_slot.outcomes["narrator"][-1]["code"] == "default-replaced"
+
+    declined = session_create(owner=alice, world=world, excluded=["story-agent"])
+    assert "narrator" in declined.resolved_plugins and "story-agent" not in declined.resolved_plugins
