@@ -33,7 +33,7 @@ from agents.tools import (
     build_toolset,
 )
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
-from pluginhost.callbacks import HostCallbacks, approved_http_request
+from pluginhost.callbacks import HostCallbacks, PackageCapabilities
 from pluginhost.errors import CallbackRefused, PluginHostError, ToolFailure
 
 logger = logging.getLogger("covel.agents")
@@ -496,7 +496,7 @@ def run_agent_runtime(
 # ----------------------------------------------------------------------------- offline callbacks
 
 
-class OverlayCallbacks:
+class OverlayCallbacks(PackageCapabilities):
     """HostCallbacks over a TurnOverlay without a database: offline runs and tests.
 
     The package is the one this object serves (never the one a frame names); reads go through
@@ -534,16 +534,3 @@ class OverlayCallbacks:
         return {"messages": page, "cursor": page[-1]["id"] if page else after,
                 "hasMore": start + limit < len(self.messages)}
 
-    def tool_call(self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]) -> Any:
-        if name == "emit-event" and self.on_emit is not None:
-            topic = str(args.get("topic") or "")
-            if not topic:
-                raise CallbackRefused("emit-event needs a topic", code="invalid_tool_arguments")
-            self.on_emit(topic, dict(args.get("payload") or {}))
-            return {"emitted": topic}
-        raise CallbackRefused(f"builtin tool {name} is not available", code="tool_unavailable")
-
-    def http_request(self, *, package: str, runtime: str | None, method: str, url: str,
-                     headers: dict[str, str], body: bytes | None, timeout: float) -> dict[str, Any]:
-        return approved_http_request(package=self.package, runtime=runtime, method=method, url=url,
-                                     headers=headers, body=body, timeout=timeout)

@@ -146,6 +146,41 @@ class RefusingCallbacks:
     store_get_session = store_read_turn_messages = tool_call = http_request = _refuse
 
 
+
+class PackageCapabilities:
+    """The builtin emit-event tool and covel.http, for callbacks that serve one package.
+
+    A subclass sets `package` (the package it serves: never the one a frame names) and
+    `on_emit` (where emitted events go, or None when the caller offers no event sink).
+    """
+
+    package: str
+    on_emit: Callable[[str, dict[str, Any]], None] | None = None
+
+    def tool_call(self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]) -> Any:
+        if name == "emit-event" and self.on_emit is not None:
+            topic = str(args.get("topic") or "")
+            if not topic:
+                raise CallbackRefused("emit-event needs a topic", code="invalid_tool_arguments")
+            self.on_emit(topic, dict(args.get("payload") or {}))
+            return {"emitted": topic}
+        raise CallbackRefused(f"builtin tool {name} is not available", code="tool_unavailable")
+
+    def http_request(
+        self,
+        *,
+        package: str,
+        runtime: str | None,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        timeout: float,
+    ) -> dict[str, Any]:
+        return approved_http_request(
+            package=self.package, runtime=runtime, method=method, url=url, headers=headers, body=body, timeout=timeout
+        )
+
 class InMemoryCallbacks:
     """A whole session in a few dicts, for tests, benchmarks and offline runs.
 

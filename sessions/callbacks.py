@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from pluginhost.callbacks import approved_http_request
+from pluginhost.callbacks import PackageCapabilities
 from pluginhost.errors import CallbackRefused
 from sessions.errors import WriteRefused
 from sessions.models import PluginData, Session, Turn
@@ -22,7 +22,7 @@ from sessions.operations import MISSING, TurnOverlay, check_value, datasets_of
 MAX_MESSAGES_PAGE = 500
 
 
-class SessionCallbacks:
+class SessionCallbacks(PackageCapabilities):
     def __init__(
         self,
         *,
@@ -156,37 +156,3 @@ class SessionCallbacks:
         page = messages[start : start + limit]
         cursor = page[-1]["id"] if page else after
         return {"messages": page, "cursor": cursor, "hasMore": start + limit < len(messages)}
-
-    # ------------------------------------------------------------------ builtin tools, http
-
-    def tool_call(
-        self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]
-    ) -> Any:
-        if name == "emit-event" and self.on_emit is not None:
-            topic = str(args.get("topic") or "")
-            if not topic:
-                raise CallbackRefused("emit-event needs a topic", code="invalid_tool_arguments")
-            self.on_emit(topic, dict(args.get("payload") or {}))
-            return {"emitted": topic}
-        raise CallbackRefused(f"builtin tool {name} is not available", code="tool_unavailable")
-
-    def http_request(
-        self,
-        *,
-        package: str,
-        runtime: str | None,
-        method: str,
-        url: str,
-        headers: dict[str, str],
-        body: bytes | None,
-        timeout: float,
-    ) -> dict[str, Any]:
-        return approved_http_request(
-            package=self.package,
-            runtime=runtime,
-            method=method,
-            url=url,
-            headers=headers,
-            body=body,
-            timeout=timeout,
-        )
