@@ -39,8 +39,18 @@ from agents.tools import event_directory, service_providers
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 
 CASES_FILE = "tests/runtime-cases.json"
-CASE_FIELDS = {"name", "runtimeId", "message", "payload", "userSettings", "llmResponses", "expect",
-               "rpc", "description", "phase"}
+CASE_FIELDS = {
+    "name",
+    "runtimeId",
+    "message",
+    "payload",
+    "userSettings",
+    "llmResponses",
+    "expect",
+    "rpc",
+    "description",
+    "phase",
+}
 EXPECT_FIELDS = {"runtimeResults", "pluginData", "events"}
 STATUSES = {"success", "failed", "skipped"}
 DATA_STATUSES = {"present", "absent"}
@@ -57,8 +67,13 @@ def _problem(file: str, path: str, rule: str) -> CaseFileError:
 # ----------------------------------------------------------------------------- reading cases
 
 
-def _check_list(value: Any, file: str, path: str, item_fields: dict[str, type | tuple[type, ...]],
-                required: Sequence[str]) -> None:
+def _check_list(
+    value: Any,
+    file: str,
+    path: str,
+    item_fields: dict[str, type | tuple[type, ...]],
+    required: Sequence[str],
+) -> None:
     if not isinstance(value, list):
         raise _problem(file, path, "must be a list")
     for index, item in enumerate(value):
@@ -78,7 +93,13 @@ def _check_list(value: Any, file: str, path: str, item_fields: dict[str, type | 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {str: "a string", list: "a list", dict: "an object", bool: "a boolean", int: "an integer"}
+    names = {
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        bool: "a boolean",
+        int: "an integer",
+    }
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
@@ -105,52 +126,110 @@ def read_cases(path: Path) -> list[dict[str, Any]]:
         if not isinstance(name, str) or not name:
             raise _problem(file, f"{where}/name", "is required and must be a non-empty string")
         if name in seen:
-            raise _problem(file, f"{where}/name", f"repeats the case name {name!r}; names must be unique")
+            raise _problem(
+                file, f"{where}/name", f"repeats the case name {name!r}; names must be unique"
+            )
         seen.add(name)
-        for key, kind in (("message", str), ("runtimeId", str), ("userSettings", dict), ("phase", str)):
+        for key, kind in (
+            ("message", str),
+            ("runtimeId", str),
+            ("userSettings", dict),
+            ("phase", str),
+        ):
             if key in case and not isinstance(case[key], kind):
                 raise _problem(file, f"{where}/{key}", f"must be {_kind_name(kind)}")
         if case.get("phase", "playing") not in ("setup", "playing"):
             raise _problem(file, f"{where}/phase", "must be setup or playing")
-        _check_list(case.get("llmResponses", []), file, f"{where}/llmResponses",
-                    {"content": (str, type(None)), "finishReason": (str, type(None)), "toolCalls": list,
-                     "status": int, "delayMs": int, "firstTokenDelayMs": int, "chunkDelayMs": int,
-                     "stallMs": int}, [])
+        _check_list(
+            case.get("llmResponses", []),
+            file,
+            f"{where}/llmResponses",
+            {
+                "content": (str, type(None)),
+                "finishReason": (str, type(None)),
+                "toolCalls": list,
+                "status": int,
+                "delayMs": int,
+                "firstTokenDelayMs": int,
+                "chunkDelayMs": int,
+                "stallMs": int,
+            },
+            [],
+        )
         for r_index, reply in enumerate(case.get("llmResponses", [])):
-            _check_list(reply.get("toolCalls") or [], file, f"{where}/llmResponses/{r_index}/toolCalls",
-                        {"id": str, "name": str, "arguments": str}, ["name"])
+            _check_list(
+                reply.get("toolCalls") or [],
+                file,
+                f"{where}/llmResponses/{r_index}/toolCalls",
+                {"id": str, "name": str, "arguments": str},
+                ["name"],
+            )
         rpc = case.get("rpc")
         if rpc is not None:
-            _check_list(rpc if isinstance(rpc, list) else [rpc], file, f"{where}/rpc",
-                        {"action": str, "payload": object}, ["action"])
+            _check_list(
+                rpc if isinstance(rpc, list) else [rpc],
+                file,
+                f"{where}/rpc",
+                {"action": str, "payload": object},
+                ["action"],
+            )
         expect = case.get("expect", {})
         if not isinstance(expect, dict):
             raise _problem(file, f"{where}/expect", "must be an object")
         unknown = sorted(set(expect) - EXPECT_FIELDS)
         if unknown:
             raise _problem(file, f"{where}/expect/{unknown[0]}", "is not a known field")
-        _check_list(expect.get("runtimeResults", []), file, f"{where}/expect/runtimeResults",
-                    {"runtimeId": str, "status": str, "errorIncludes": str}, ["runtimeId"])
+        _check_list(
+            expect.get("runtimeResults", []),
+            file,
+            f"{where}/expect/runtimeResults",
+            {"runtimeId": str, "status": str, "errorIncludes": str},
+            ["runtimeId"],
+        )
         for r_index, item in enumerate(expect.get("runtimeResults", [])):
             if "status" in item and item["status"] not in STATUSES:
-                raise _problem(file, f"{where}/expect/runtimeResults/{r_index}/status",
-                               f"must be one of {', '.join(sorted(STATUSES))}")
-        _check_list(expect.get("pluginData", []), file, f"{where}/expect/pluginData",
-                    {"pluginId": str, "namespace": str, "key": str, "field": str, "status": str,
-                     "equals": object}, ["namespace", "key"])
+                raise _problem(
+                    file,
+                    f"{where}/expect/runtimeResults/{r_index}/status",
+                    f"must be one of {', '.join(sorted(STATUSES))}",
+                )
+        _check_list(
+            expect.get("pluginData", []),
+            file,
+            f"{where}/expect/pluginData",
+            {
+                "pluginId": str,
+                "namespace": str,
+                "key": str,
+                "field": str,
+                "status": str,
+                "equals": object,
+            },
+            ["namespace", "key"],
+        )
         for d_index, item in enumerate(expect.get("pluginData", [])):
             if "status" in item and item["status"] not in DATA_STATUSES:
-                raise _problem(file, f"{where}/expect/pluginData/{d_index}/status",
-                               f"must be one of {', '.join(sorted(DATA_STATUSES))}")
-        _check_list(expect.get("events", []), file, f"{where}/expect/events",
-                    {"topic": str, "payload": dict, "count": int}, ["topic"])
+                raise _problem(
+                    file,
+                    f"{where}/expect/pluginData/{d_index}/status",
+                    f"must be one of {', '.join(sorted(DATA_STATUSES))}",
+                )
+        _check_list(
+            expect.get("events", []),
+            file,
+            f"{where}/expect/events",
+            {"topic": str, "payload": dict, "count": int},
+            ["topic"],
+        )
     return document["cases"]
 
 
 # ----------------------------------------------------------------------------- the session
 
 
-def _packages(under_test: Manifest, host_version: str, search: Sequence[Path]) -> dict[str, Manifest]:
+def _packages(
+    under_test: Manifest, host_version: str, search: Sequence[Path]
+) -> dict[str, Manifest]:
     """Installed packages of the throwaway session: the one under test wins its ID."""
     from catalogue.manifest.loader import load_package
 
@@ -159,7 +238,10 @@ def _packages(under_test: Manifest, host_version: str, search: Sequence[Path]) -
         if not folder.is_dir():
             continue
         for child in sorted(folder.iterdir()):
-            if not (child / "PLUGIN.md").is_file() or child.resolve() == Path(under_test.path).resolve():
+            if (
+                not (child / "PLUGIN.md").is_file()
+                or child.resolve() == Path(under_test.path).resolve()
+            ):
                 continue
             result = load_package(child, host_version=host_version)
             if result.ok and result.manifest is not None:
@@ -176,20 +258,6 @@ def _setting_defaults(manifest: Manifest) -> dict[str, Any]:
     }
 
 
-def _pointer(value: Any, pointer: str) -> Any:
-    if pointer in ("", "/"):
-        return value
-    for token in pointer.lstrip("/").split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(value, Mapping):
-            value = value[token]
-        elif isinstance(value, list):
-            value = value[int(token)]
-        else:
-            raise KeyError(pointer)
-    return value
-
-
 @dataclass
 class Outcome:
     runtime: str
@@ -204,10 +272,16 @@ class Outcome:
     concealed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        found = {"runtimeId": self.runtime, "package": self.package, "kind": self.kind,
-                 "status": self.status, "code": self.code or None, "error": self.error or None,
-                 # A concealed runtime's output never leaves the run, offline included.
-                 "output": None if self.concealed else self.output}
+        found = {
+            "runtimeId": self.runtime,
+            "package": self.package,
+            "kind": self.kind,
+            "status": self.status,
+            "code": self.code or None,
+            "error": self.error or None,
+            # A concealed runtime's output never leaves the run, offline included.
+            "output": None if self.concealed else self.output,
+        }
         if self.kind == "agent":
             found["toolCalls"] = self.tool_calls
             found["warnings"] = self.warnings
@@ -253,7 +327,9 @@ class MockTurn:
 
         return TurnOverlay(
             load=lambda p, n, k: self.store.get((p, n, k), self.missing),
-            lister=lambda p, n: {k: v for (pp, nn, k), v in self.store.items() if (pp, nn) == (p, n)},
+            lister=lambda p, n: {
+                k: v for (pp, nn, k), v in self.store.items() if (pp, nn) == (p, n)
+            },
             datasets={m.id: datasets_of(m) for m in self.active},
         )
 
@@ -264,10 +340,19 @@ class MockTurn:
         return values
 
     def callbacks(self, plugin: str, runtime: str) -> OverlayCallbacks:
-        return OverlayCallbacks(overlay=self.overlay, package=plugin, runtime=runtime,
-                                session={"id": "mock-session", "phase": self.phase, "turnCount": 0,
-                                         "locale": "en", "worldId": "mock-world"},
-                                on_emit=lambda topic, payload: self.emitted(runtime, topic, payload))
+        return OverlayCallbacks(
+            overlay=self.overlay,
+            package=plugin,
+            runtime=runtime,
+            session={
+                "id": "mock-session",
+                "phase": self.phase,
+                "turnCount": 0,
+                "locale": "en",
+                "worldId": "mock-world",
+            },
+            on_emit=lambda topic, payload: self.emitted(runtime, topic, payload),
+        )
 
     def emitted(self, runtime: str, topic: str, payload: Mapping[str, Any]) -> None:
         self.events.append({"topic": topic, "payload": dict(payload), "runtimeId": runtime})
@@ -280,7 +365,11 @@ class MockTurn:
             self.outputs[outcome.runtime] = outcome.output
             runtime = self._runtime(outcome.runtime)
             if runtime is not None and runtime.visibility == "story" and not self.narrative:
-                text = outcome.output.get("narrativeOutput") if isinstance(outcome.output, dict) else None
+                text = (
+                    outcome.output.get("narrativeOutput")
+                    if isinstance(outcome.output, dict)
+                    else None
+                )
                 self.narrative = text if isinstance(text, str) else ""
 
     def _runtime(self, qualified: str) -> RuntimeManifest | None:
@@ -293,56 +382,25 @@ class MockTurn:
     # ---------------------------------------------------------------- inputs
 
     def inputs(self, manifest: Manifest, runtime: RuntimeManifest) -> tuple[dict[str, Any], str]:
-        bound: dict[str, Any] = {}
-        for name, spec in thaw((runtime.data.get("io") or {}).get("inputs") or {}).items():
-            source = spec.get("from") or {}
-            value: Any = self.missing
-            if source.get("kernel") == "turn-digest@1":
-                value = {"playerMessage": self.message, "narrativeText": self.narrative, "actions": []}
-            elif source.get("kernel") == "operations@1":
-                done = set(self.overlay.completed)
-                value = [{"runtime": w.runtime, "namespace": w.namespace, "key": w.key, "ops": list(w.ops)}
-                         for w in self.overlay.writes if w.plugin == manifest.id and w.runtime in done]
-            elif spec.get("scope") == "committed":
-                if "runtime" in source:
-                    producers = [manifest.id]
-                else:
-                    contract = str(source.get("contract", ""))
-                    producers = sorted({m.id for m in self.active for r in m.runtimes
-                                        if (r.data.get("io") or {}).get("output", {}).get("contract") == contract})
-                for producer in producers:
-                    if (producer, str(spec.get("recordAs"))) in self.exports:
-                        value = self.exports[(producer, str(spec.get("recordAs")))]
-                        break
-            else:
-                if "runtime" in source:
-                    ref = str(source["runtime"])
-                    target = manifest.runtime(ref) or manifest.runtime(ref.split("/")[-1])
-                    producers = [target.qualified_id] if target else [ref]
-                else:
-                    contract = str(source.get("contract", ""))
-                    producers = [r.qualified_id for m in self.active for r in m.runtimes
-                                 if (r.data.get("io") or {}).get("output", {}).get("contract") == contract]
-                picked = []
-                for producer in producers:
-                    if producer not in self.outputs:
-                        continue
-                    produced = self.outputs[producer]
-                    if spec.get("select"):
-                        try:
-                            produced = _pointer(produced, spec["select"])
-                        except (KeyError, IndexError, ValueError):
-                            continue
-                    self.overlay.record_dependency(reader=runtime.qualified_id, source=producer)
-                    picked.append(produced)
-                if picked:
-                    value = picked if source.get("cardinality") == "all" else picked[0]
-            if value is self.missing:
-                if spec.get("required", True):
-                    return {}, f"{runtime.qualified_id} requires input {name}, which has no value this turn"
-                continue
-            bound[name] = value
-        return bound, ""
+        """The runtime's bound inputs ({name: value}), or why a required one is missing.
+
+        The rule is the turn executor's own (sessions.inputs.bind_inputs); only the sources differ:
+        the mock turn's outputs, its in-memory exports and its empty action list.
+        """
+        from sessions.inputs import bind_inputs, staged_operations
+
+        binding = bind_inputs(
+            manifest=manifest,
+            runtime=runtime,
+            active=self.active,
+            outputs=self.outputs,
+            committed=self.exports,
+            digest={"playerMessage": self.message, "narrativeText": self.narrative, "actions": []},
+            operations=staged_operations(self.overlay, manifest.id),
+        )
+        for producer in binding.dependencies:
+            self.overlay.record_dependency(reader=runtime.qualified_id, source=producer)
+        return binding.values, binding.problem
 
     # ---------------------------------------------------------------- running
 
@@ -352,8 +410,13 @@ class MockTurn:
         manual = {self.target} if self.target else set()
         done: set[str] = set()
         for stage_name in [*STAGES, "manual"]:
-            plan = plan_turn(manifests=self.active, phase=self.phase, turn=1,
-                             emitted_topics={e["topic"] for e in self.events}, manual=manual)
+            plan = plan_turn(
+                manifests=self.active,
+                phase=self.phase,
+                turn=1,
+                emitted_topics={e["topic"] for e in self.events},
+                manual=manual,
+            )
             stage = next((s for s in plan.stages if s.stage == stage_name), None)
             if stage is None:
                 continue
@@ -361,8 +424,10 @@ class MockTurn:
                 if planned.runtime in done:
                     continue
                 done.add(planned.runtime)
-                statuses = {rid: ("succeeded" if o.status == "success" else o.status)
-                            for rid, o in self.outcomes.items()}
+                statuses = {
+                    rid: ("succeeded" if o.status == "success" else o.status)
+                    for rid, o in self.outcomes.items()
+                }
                 if planned.is_detached:
                     # No worker in mock mode: the job runs right after this turn commits.
                     self.detached.append(planned)
@@ -370,7 +435,16 @@ class MockTurn:
                 skip = plan.gate(planned.runtime, statuses)
                 kind = planned.manifest.kind
                 if skip is not None:
-                    self.finish(Outcome(planned.runtime, planned.package, kind, "skipped", skip.code, skip.reason))
+                    self.finish(
+                        Outcome(
+                            planned.runtime,
+                            planned.package,
+                            kind,
+                            "skipped",
+                            skip.code,
+                            skip.reason,
+                        )
+                    )
                     continue
                 self.run_one(self.by_id[planned.package], planned.manifest)
         if self.target and self.target not in self.outcomes:
@@ -381,17 +455,35 @@ class MockTurn:
         if runtime.is_function:
             inputs, missing = self.inputs(manifest, runtime)
             if missing:
-                self.finish(Outcome(rid, manifest.id, "function", "skipped", "input-missing", missing))
+                self.finish(
+                    Outcome(rid, manifest.id, "function", "skipped", "input-missing", missing)
+                )
                 return
             self.finish(self.run_function(manifest, runtime, inputs))
             return
         if manifest.id != self.under_test.id:
-            self.finish(Outcome(rid, manifest.id, "agent", "skipped", "mock-skipped",
-                                f"{rid} is an agent runtime of another package; mock mode scripts only {self.under_test.id}"))
+            self.finish(
+                Outcome(
+                    rid,
+                    manifest.id,
+                    "agent",
+                    "skipped",
+                    "mock-skipped",
+                    f"{rid} is an agent runtime of another package; mock mode scripts only {self.under_test.id}",
+                )
+            )
             return
         if self.target and rid != self.target and runtime.id != self.target:
-            self.finish(Outcome(rid, manifest.id, "agent", "skipped", "mock-skipped",
-                                f"the case targets {self.target}, not {rid}"))
+            self.finish(
+                Outcome(
+                    rid,
+                    manifest.id,
+                    "agent",
+                    "skipped",
+                    "mock-skipped",
+                    f"the case targets {self.target}, not {rid}",
+                )
+            )
             return
         inputs, missing = self.inputs(manifest, runtime)
         if missing:
@@ -401,7 +493,8 @@ class MockTurn:
         context = AgentRuntimeContext(
             data=OverlayData(overlay=self.overlay, runtime=rid),
             callbacks_for=lambda plugin: self.callbacks(plugin, rid),
-            session_id="mock-session", turn_id="mock-turn-1",
+            session_id="mock-session",
+            turn_id="mock-turn-1",
             player_message=self.message,
             story_text=self.narrative or None,
             inputs=inputs,
@@ -416,20 +509,33 @@ class MockTurn:
             emit=lambda topic, payload: self.emitted(rid, topic, payload),
             tool_context={"turnNumber": 1, "logicalTurn": 1},
         )
-        endpoint = Endpoint(slot=agent_slot(runtime, settings), base_url=self.endpoint.base_url,
-                            model=self.endpoint.model)
-        run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context, endpoint=endpoint)
+        endpoint = Endpoint(
+            slot=agent_slot(runtime, settings),
+            base_url=self.endpoint.base_url,
+            model=self.endpoint.model,
+        )
+        run = run_agent_runtime(
+            manifest=manifest, runtime=runtime, context=context, endpoint=endpoint
+        )
         for call in run.llm_calls:
             self.llm_calls.append({"runtimeId": rid, **call})
         concealed = bool((runtime.data.get("io") or {}).get("concealed", False))
         if run.status == "success":
             outcome = Outcome(rid, manifest.id, "agent", "success", output=run.output)
         else:
-            outcome = Outcome(rid, manifest.id, "agent", "failed", run.code or "agent-failed", run.error or "")
-        outcome.tool_calls, outcome.warnings, outcome.concealed = run.tool_calls, run.warnings, concealed
+            outcome = Outcome(
+                rid, manifest.id, "agent", "failed", run.code or "agent-failed", run.error or ""
+            )
+        outcome.tool_calls, outcome.warnings, outcome.concealed = (
+            run.tool_calls,
+            run.warnings,
+            concealed,
+        )
         self.finish(outcome)
 
-    def run_function(self, manifest: Manifest, runtime: RuntimeManifest, inputs: dict[str, Any]) -> Outcome:
+    def run_function(
+        self, manifest: Manifest, runtime: RuntimeManifest, inputs: dict[str, Any]
+    ) -> Outcome:
         from pluginhost.errors import PluginHostError
         from pluginhost.services import plugin_function_call
         from sessions.errors import OperationError
@@ -438,26 +544,52 @@ class MockTurn:
         rid = runtime.qualified_id
         try:
             answer = plugin_function_call(
-                manifest=manifest, runtime=runtime.id, callbacks=self.callbacks(manifest.id, rid),
-                context={"sessionId": "mock-session", "turnId": "mock-turn-1", "runtimeId": runtime.id,
-                         "inputs": {k: {"value": v} for k, v in inputs.items()},
-                         "playerMessage": self.message, "playerActions": [],
-                         "manualPayload": self.payload if self.target in (rid, runtime.id) else None,
-                         "world": {"id": "mock-world", "name": "Mock world", "characters": []},
-                         "userSettings": self.settings_for(manifest), "locale": "en",
-                         "seed": f"mock-turn-1:{rid}", "logicalTurn": 1, "turnNumber": 1},
+                manifest=manifest,
+                runtime=runtime.id,
+                callbacks=self.callbacks(manifest.id, rid),
+                context={
+                    "sessionId": "mock-session",
+                    "turnId": "mock-turn-1",
+                    "runtimeId": runtime.id,
+                    "inputs": {k: {"value": v} for k, v in inputs.items()},
+                    "playerMessage": self.message,
+                    "playerActions": [],
+                    "manualPayload": self.payload if self.target in (rid, runtime.id) else None,
+                    "world": {"id": "mock-world", "name": "Mock world", "characters": []},
+                    "userSettings": self.settings_for(manifest),
+                    "locale": "en",
+                    "seed": f"mock-turn-1:{rid}",
+                    "logicalTurn": 1,
+                    "turnNumber": 1,
+                },
             )
         except PluginHostError as exc:
             return Outcome(rid, manifest.id, "function", "failed", exc.code, exc.message)
         value = answer.result if isinstance(answer.result, dict) else {}
-        for event in list(answer.emitted_events) + list((value.get("effects") or {}).get("events") or []):
+        for event in list(answer.emitted_events) + list(
+            (value.get("effects") or {}).get("events") or []
+        ):
             if isinstance(event, dict) and event.get("topic"):
                 self.emitted(rid, str(event["topic"]), event.get("payload") or {})
         outcome = value.get("outcome", "success")
         if outcome == "failed":
-            return Outcome(rid, manifest.id, "function", "failed", "runtime-failed", str(value.get("error") or ""))
+            return Outcome(
+                rid,
+                manifest.id,
+                "function",
+                "failed",
+                "runtime-failed",
+                str(value.get("error") or ""),
+            )
         if outcome == "skipped":
-            return Outcome(rid, manifest.id, "function", "skipped", "runtime-skipped", str(value.get("reason") or ""))
+            return Outcome(
+                rid,
+                manifest.id,
+                "function",
+                "skipped",
+                "runtime-skipped",
+                str(value.get("reason") or ""),
+            )
         output = value.get("value")
         problem = _output_problem(manifest, runtime, output)
         if problem:
@@ -466,7 +598,11 @@ class MockTurn:
         for op in answer.operations:
             kind = op.get("kind")
             if kind == "set":
-                ops = [{"op": "delete"}] if op.get("value") is None else [{"op": "set", "value": op["value"]}]
+                ops = (
+                    [{"op": "delete"}]
+                    if op.get("value") is None
+                    else [{"op": "set", "value": op["value"]}]
+                )
             elif kind == "update":
                 ops = list(op.get("ops") or [])
             elif kind == "delete":
@@ -478,12 +614,22 @@ class MockTurn:
             if proposal.get("type") == "plugin.data":
                 payload = proposal.get("payload") or {}
                 try:
-                    writes.append((str(payload.get("namespace")), str(payload.get("key")), list(proposal_ops(payload))))
+                    writes.append(
+                        (
+                            str(payload.get("namespace")),
+                            str(payload.get("key")),
+                            list(proposal_ops(payload)),
+                        )
+                    )
                 except OperationError as exc:
-                    return Outcome(rid, manifest.id, "function", "failed", "write-refused", str(exc))
+                    return Outcome(
+                        rid, manifest.id, "function", "failed", "write-refused", str(exc)
+                    )
         for namespace, key, ops in writes:
             try:
-                self.overlay.stage(runtime=rid, plugin=manifest.id, namespace=namespace, key=key, ops=ops)
+                self.overlay.stage(
+                    runtime=rid, plugin=manifest.id, namespace=namespace, key=key, ops=ops
+                )
             except (OperationError, ValueError) as exc:
                 return Outcome(rid, manifest.id, "function", "failed", "write-refused", str(exc))
         return Outcome(rid, manifest.id, "function", "success", output=output)
@@ -496,28 +642,55 @@ class MockTurn:
         for planned in jobs:
             # Each job commits on its own, as a worker's job does.
             self.overlay = self.new_overlay()
-            failed = [g.upstream for g in planned.gates if g.kind == "needs"
-                      and (self.outcomes.get(g.upstream) is None or self.outcomes[g.upstream].status != "success")]
+            failed = [
+                g.upstream
+                for g in planned.gates
+                if g.kind == "needs"
+                and (
+                    self.outcomes.get(g.upstream) is None
+                    or self.outcomes[g.upstream].status != "success"
+                )
+            ]
             if failed:
-                self.finish(Outcome(planned.runtime, planned.package, planned.manifest.kind, "skipped",
-                                    UPSTREAM_FAILED, f"{planned.runtime} needs {failed[0]}, which did not succeed"))
+                self.finish(
+                    Outcome(
+                        planned.runtime,
+                        planned.package,
+                        planned.manifest.kind,
+                        "skipped",
+                        UPSTREAM_FAILED,
+                        f"{planned.runtime} needs {failed[0]}, which did not succeed",
+                    )
+                )
                 continue
             self.run_one(self.by_id[planned.package], planned.manifest)
             self.commit()
 
     def commit(self) -> None:
-        story = [rid for rid in self.order if (rt := self._runtime(rid)) is not None and rt.visibility == "story"]
+        story = [
+            rid
+            for rid in self.order
+            if (rt := self._runtime(rid)) is not None and rt.visibility == "story"
+        ]
         result = self.overlay.commit(story=story)
         kept = set(result.kept)
         for rid in kept:
             runtime = self._runtime(rid)
-            record_as = ((runtime.data.get("io") or {}).get("output") or {}).get("recordAs") if runtime else None
+            record_as = (
+                ((runtime.data.get("io") or {}).get("output") or {}).get("recordAs")
+                if runtime
+                else None
+            )
             if record_as and self.outcomes[rid].status == "success":
                 self.exports[(self.outcomes[rid].package, str(record_as))] = self.outputs.get(rid)
         for dropped in result.dropped:
             outcome = self.outcomes.get(dropped.runtime)
             if outcome is not None and outcome.runtime not in story:
-                outcome.status, outcome.code, outcome.error = "failed", dropped.code, dropped.message
+                outcome.status, outcome.code, outcome.error = (
+                    "failed",
+                    dropped.code,
+                    dropped.message,
+                )
         for where, value in result.values.items():
             if value is self.missing:
                 self.store.pop(where, None)
@@ -534,7 +707,11 @@ def _output_problem(manifest: Manifest, runtime: RuntimeManifest, output: Any) -
     if schema is None:
         return None
     mismatch = _schema_error(schema, output)
-    return f"output of {runtime.qualified_id} does not match io.output.schema {mismatch}" if mismatch else None
+    return (
+        f"output of {runtime.qualified_id} does not match io.output.schema {mismatch}"
+        if mismatch
+        else None
+    )
 
 
 # ----------------------------------------------------------------------------- checks
@@ -546,26 +723,38 @@ def _check(case: Mapping[str, Any], turn: MockTurn) -> list[str]:
     for item in expect.get("runtimeResults", []):
         wanted = item["runtimeId"]
         found = turn.outcomes.get(wanted) or next(
-            (o for o in turn.outcomes.values() if o.runtime.split("/")[-1] == wanted and o.package == turn.under_test.id),
+            (
+                o
+                for o in turn.outcomes.values()
+                if o.runtime.split("/")[-1] == wanted and o.package == turn.under_test.id
+            ),
             None,
         )
         if found is None:
-            failures.append(f"runtime {wanted} did not run (ran: {', '.join(turn.order) or 'nothing'})")
+            failures.append(
+                f"runtime {wanted} did not run (ran: {', '.join(turn.order) or 'nothing'})"
+            )
             continue
         status = item.get("status", "success")
         if found.status != status:
             why = f": {found.error} [{found.code}]" if found.error or found.code else ""
             failures.append(f"runtime {wanted} ended {found.status}, expected {status}{why}")
         if "errorIncludes" in item and item["errorIncludes"] not in f"{found.error} [{found.code}]":
-            failures.append(f"runtime {wanted}'s error {found.error!r} does not include {item['errorIncludes']!r}")
+            failures.append(
+                f"runtime {wanted}'s error {found.error!r} does not include {item['errorIncludes']!r}"
+            )
     for item in expect.get("pluginData", []):
         plugin = item.get("pluginId", turn.under_test.id)
         where = f"{plugin}/{item['namespace']}/{item['key']}"
         value = turn.store.get((plugin, item["namespace"], item["key"]), turn.missing)
         status = item.get("status", "present")
         if status == "absent":
-            if value is not turn.missing and ("field" not in item or (isinstance(value, dict) and item["field"] in value)):
-                failures.append(f"plugin data {where}{'.' + item['field'] if 'field' in item else ''} exists, expected absent")
+            if value is not turn.missing and (
+                "field" not in item or (isinstance(value, dict) and item["field"] in value)
+            ):
+                failures.append(
+                    f"plugin data {where}{'.' + item['field'] if 'field' in item else ''} exists, expected absent"
+                )
             continue
         if value is turn.missing:
             failures.append(f"plugin data {where} was not saved")
@@ -576,18 +765,26 @@ def _check(case: Mapping[str, Any], turn: MockTurn) -> list[str]:
                 continue
             value = value[item["field"]]
         if "equals" in item and value != item["equals"]:
-            failures.append(f"plugin data {where} is {json.dumps(value)}, expected {json.dumps(item['equals'])}")
+            failures.append(
+                f"plugin data {where} is {json.dumps(value)}, expected {json.dumps(item['equals'])}"
+            )
     for item in expect.get("events", []):
         matching = [
-            e for e in turn.events
+            e
+            for e in turn.events
             if e["topic"] == item["topic"]
             and all(e["payload"].get(k) == v for k, v in (item.get("payload") or {}).items())
         ]
         count = item.get("count")
         if count is None and not matching:
-            failures.append(f"no event {item['topic']} was emitted" + (" with that payload" if item.get("payload") else ""))
+            failures.append(
+                f"no event {item['topic']} was emitted"
+                + (" with that payload" if item.get("payload") else "")
+            )
         elif count is not None and len(matching) != count:
-            failures.append(f"event {item['topic']} was emitted {len(matching)} times, expected {count}")
+            failures.append(
+                f"event {item['topic']} was emitted {len(matching)} times, expected {count}"
+            )
     return failures
 
 
@@ -602,7 +799,12 @@ class CasesReport:
     notices: list[str]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "mode": "mock", "pluginId": self.plugin_id, "cases": self.cases}
+        return {
+            "status": self.status,
+            "mode": "mock",
+            "pluginId": self.plugin_id,
+            "cases": self.cases,
+        }
 
     @property
     def exit_code(self) -> int:
@@ -657,21 +859,40 @@ def run_cases(
     say = notice or (lambda text: print(text, file=sys.stderr))
     if not loaded.ok or loaded.manifest is None:
         problems = [str(i) for i in loaded.errors]
-        results = [{"name": c["name"], "status": "failed",
-                    "result": {"runtimeResults": [], "pluginData": {}, "events": [], "llmCalls": [],
-                               "failures": [f"the package does not load: {p}" for p in problems]}}
-                   for c in cases]
+        results = [
+            {
+                "name": c["name"],
+                "status": "failed",
+                "result": {
+                    "runtimeResults": [],
+                    "pluginData": {},
+                    "events": [],
+                    "llmCalls": [],
+                    "failures": [f"the package does not load: {p}" for p in problems],
+                },
+            }
+            for c in cases
+        ]
         return CasesReport("failed", loaded.package_id, results, notices)
     manifest = loaded.manifest
-    folders = list(search) if search is not None else [
-        Path(settings.COVEL_BUNDLED_PLUGINS_DIR), Path(settings.COVEL_USER_PLUGINS_DIR),
-        *[Path(p) for p in settings.COVEL_COMMUNITY_PLUGIN_DIRS],
-    ]
+    folders = (
+        list(search)
+        if search is not None
+        else [
+            Path(settings.COVEL_BUNDLED_PLUGINS_DIR),
+            Path(settings.COVEL_USER_PLUGINS_DIR),
+            *[Path(p) for p in settings.COVEL_COMMUNITY_PLUGIN_DIRS],
+        ]
+    )
     installed = _packages(manifest, version, folders)
     from sessions.resolver import resolve
 
-    resolution = resolve(requested=[manifest.id], installed=installed,
-                         usable=lambda m: (True, None), host_version=version)
+    resolution = resolve(
+        requested=[manifest.id],
+        installed=installed,
+        usable=lambda m: (True, None),
+        host_version=version,
+    )
     active = [installed[p] for p in resolution.active if p in installed]
     results = []
     for case in cases:
@@ -684,21 +905,27 @@ def run_cases(
     return CasesReport(status, manifest.id, results, notices)
 
 
-def _run_case(case: Mapping[str, Any], manifest: Manifest, active: list[Manifest], resolution: Any) -> dict[str, Any]:
+def _run_case(
+    case: Mapping[str, Any], manifest: Manifest, active: list[Manifest], resolution: Any
+) -> dict[str, Any]:
     replies = [dict(r) for r in case.get("llmResponses", [])]
     failures: list[str] = []
     if manifest.id not in resolution.active:
         verdict = resolution.verdict(manifest.id)
-        failures.append(f"{manifest.id} cannot be active in a session: {verdict.message if verdict else 'unknown'}")
+        failures.append(
+            f"{manifest.id} cannot be active in a session: {verdict.message if verdict else 'unknown'}"
+        )
     target = case.get("runtimeId")
     if target and manifest.runtime(target) is None:
         failures.append(f"runtimeId {target} is not a runtime of {manifest.id}")
         target = None
     with StandInModel(replies, exhausted_status=400) as model:
         turn = MockTurn(
-            under_test=manifest, active=active,
+            under_test=manifest,
+            active=active,
             endpoint=Endpoint(slot="mock", base_url=model.base_url, model="mock"),
-            message=str(case.get("message") or ""), payload=case.get("payload"),
+            message=str(case.get("message") or ""),
+            payload=case.get("payload"),
             user_settings=dict(case.get("userSettings") or {}),
             target=(manifest.runtime(target).qualified_id if target else None),
             phase=str(case.get("phase", "playing")),
@@ -706,7 +933,9 @@ def _run_case(case: Mapping[str, Any], manifest: Manifest, active: list[Manifest
         command = _command_action(str(case.get("message") or ""), manifest)
         if command:
             # A slash command calls an RPC action instead of playing a turn.
-            turn.notes.append(f"the message is a command: it calls the RPC action {command}, not a turn")
+            turn.notes.append(
+                f"the message is a command: it calls the RPC action {command}, not a turn"
+            )
         elif not failures:
             turn.run()
             turn.commit()

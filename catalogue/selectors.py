@@ -303,6 +303,7 @@ def _runtime_card(runtime: Runtime) -> dict[str, Any]:
         "maxQueueMs": runtime.max_queue_ms,
         "maxExecutionMs": runtime.max_execution_ms,
         "limits": limits,
+        "details": runtime_details(runtime.data, kind=runtime.kind),
         "concealed": concealed,
         # Agents only; a concealed runtime's prompt is removed from API results (spec).
         "promptSummary": prompt_summary(runtime.prompt)
@@ -362,7 +363,8 @@ def permissions_in_plain_language(package: Package, runtimes: list[dict[str, Any
 
 
 def package_card(package: Package) -> dict[str, Any]:
-    """Everything the detail page shows, as JSON-ready data (package from package_get)."""
+    """The card the detail page and the API share, as JSON-ready data (package from
+    package_get); the page adds the declared sections of package_declarations."""
     runtimes = [_runtime_card(r) for r in package.runtimes.all()]
     contract_links = list(package.contract_links.all())
     links = [
@@ -550,3 +552,356 @@ def package_filters_from(params: Any) -> PackageFilters:
         state=one("state"),
         sort=one("sort") if one("sort") in SORTS else "",
     )
+
+
+# --- Declared sections: what the manifest says beyond the index rows, in plain language ------
+# Read from the stored manifest and the prefetched runtime rows, so they cost no query. An
+# invalid package stores its raw frontmatter: every value is type-checked, never trusted.
+
+BUILTIN_FORM_TOOL = "create-form"  # the builtin tool an agent asks the player to fill a form with
+KERNEL_INPUTS = {
+    "turn-digest@1": "the turn digest (the player's message and the story text of the turn)",
+    "operations@1": "the writes staged by earlier runtimes of the turn",
+}
+SEGMENT_PLACES = {
+    "system": "in the system prompt",
+    "pre-history": "before the conversation history",
+    "post-history": "after the conversation history",
+}
+GENERATE_CHOICES = {
+    "offer": "the world generator offers to write it",
+    "default": "the world generator writes it unless the author opts out",
+}
+REFERENCE_TARGETS = {
+    "character-attribute": "an attribute of the world's characters",
+    "world-dimension": "a dimension the world declares",
+}
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str:
+    """A declared scalar as text; anything else (lists, objects, booleans) counts as absent."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return ""
+
+
+def _texts(value: Any) -> list[str]:
+    return [v for v in _as_list(value) if isinstance(v, str) and v]
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _times(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _runtime_ref(value: Any) -> str:
+    """A needs/after entry: a runtime ID (string or {runtime}) or {contract, cardinality}."""
+    if isinstance(value, str):
+        return f"runtime {value}" if value else ""
+    value = _as_dict(value)
+    if _text(value.get("runtime")):
+        return f"runtime {_text(value.get('runtime'))}"
+    contract = _text(value.get("contract"))
+    if not contract:
+        return ""
+    who = "every provider" if value.get("cardinality") == "all" else "the provider"
+    return f"{who} of {contract}"
+
+
+def _agent_tool_names(tools: dict[str, Any]) -> list[str]:
+    names = _texts(tools.get("builtin")) + _texts(tools.get("plugin"))
+    for item in _as_list(tools.get("services")):
+        item = {"contract": item} if isinstance(item, str) else _as_dict(item)
+        contract = _text(item.get("contract"))
+        if contract:
+            # The spec's default tool name: the contract without its version, dots as dashes.
+            name = _text(item.get("as")) or contract.split("@")[0].replace(".", "-")
+            names.append(f"{name} (service {contract})")
+    for item in _as_list(tools.get("datasets")):
+        if isinstance(item, str) and item:
+            names.append(f"the tools of dataset {item}")
+        elif dataset := _text(_as_dict(item).get("dataset")):
+            names.extend(f"{dataset}-{t}" for t in _texts(_as_dict(item).get("tools")))
+    return names
+
+
+def runtime_details(data: Any, *, kind: str) -> list[str]:
+    """How often a runtime runs, what one run may cost and what it touches, as short phrases."""
+    data = _as_dict(data)
+    schedule = _as_dict(data.get("schedule"))
+    trigger = _as_dict(schedule.get("trigger"))
+    lines: list[str] = []
+    every = _number(schedule.get("every"))
+    if every is not None and every > 1:
+        lines.append(f"runs every {every} turns")
+    if (n := _number(trigger.get("startTurn"))) is not None:
+        lines.append(f"not before turn {n}")
+    if (n := _number(trigger.get("maxTriggerCount"))) is not None:
+        lines.append(f"at most {_times(n, 'time', 'times')} a session")
+    if (n := _number(trigger.get("cooldownTurns"))) is not None:
+        lines.append(f"at least {_times(n, 'turn', 'turns')} between two runs")
+    if kind == "agent":
+        agent = _as_dict(data.get("agent"))
+        history = _as_dict(agent.get("history"))
+        if (n := _number(history.get("maxTurns"))) is not None:
+            seen = (
+                "sees no earlier turns" if n == 0 else f"sees the last {_times(n, 'turn', 'turns')}"
+            )
+            if history.get("includeSummaries") is True:
+                seen += " and the saved summaries"
+            lines.append(seen)
+        loop = _as_dict(agent.get("loop"))
+        if (n := _number(loop.get("maxSteps"))) is not None:
+            lines.append(f"at most {_times(n, 'model step', 'model steps')} a run")
+        if (n := _number(loop.get("maxRetries"))) is not None:
+            lines.append(
+                "never retries a failed model call"
+                if n == 0
+                else f"retries a failed model call up to {_times(n, 'time', 'times')}"
+            )
+        if (n := _number(loop.get("timeoutMs"))) is not None:
+            lines.append(f"stops after {_ms(n)}")
+        if agent.get("reasoning") is False:
+            lines.append("model reasoning off")
+        tools = _agent_tool_names(_as_dict(agent.get("tools")))
+        if tools:
+            lines.append("the model may call " + ", ".join(tools))
+        if finish := _text(agent.get("finishWith")):
+            lines.append(f"ends with a call to {finish}")
+        after = _texts(_as_dict(agent.get("completion")).get("afterTools"))
+        if after:
+            lines.append("ends after a successful call to " + " or ".join(after))
+    else:
+        function = _as_dict(data.get("function"))
+        if handler := _text(function.get("handler")):
+            lines.append(f"code {handler}")
+        if (n := _number(function.get("timeoutMs"))) is not None:
+            lines.append(f"stops after {_ms(n)}")
+        tools = _agent_tool_names(
+            {k: v for k, v in _as_dict(function.get("tools")).items() if k in ("builtin", "plugin")}
+        )
+        if tools:
+            lines.append("may call " + ", ".join(tools))
+    if guard := _text(data.get("guard")):
+        lines.append(f"a guard ({guard}) may skip a run")
+    effects = _as_dict(data.get("effects"))
+    if reads := _texts(effects.get("reads")):
+        lines.append("reads " + ", ".join(reads))
+    if writes := _texts(effects.get("writes")):
+        lines.append("writes " + ", ".join(writes))
+    if effects.get("parallelSafe") is True:
+        lines.append("safe to run beside the other runtimes of its stage")
+    return lines
+
+
+def _runtime_connections(data: dict[str, Any]) -> list[str]:
+    """How one runtime is connected to other runtimes, contracts and its own data."""
+    schedule = _as_dict(data.get("schedule"))
+    io = _as_dict(data.get("io"))
+    lines: list[str] = []
+    trigger = _as_dict(schedule.get("trigger"))
+    if trigger.get("type") == "event" and _text(trigger.get("topic")):
+        lines.append(f"starts when the event {_text(trigger.get('topic'))} is emitted")
+    for name, binding in _as_dict(io.get("inputs")).items():
+        binding = _as_dict(binding)
+        source = _as_dict(binding.get("from"))
+        kernel = _text(source.get("kernel"))
+        where = KERNEL_INPUTS.get(kernel, kernel) if kernel else _runtime_ref(source)
+        if not where:
+            continue
+        line = f"reads its input {name} from {where}"
+        if select := _text(binding.get("select")):
+            line += f" (the part at {select})"
+        if binding.get("scope") == "committed":
+            record = _text(binding.get("recordAs"))
+            line += (
+                f", as committed in an earlier turn under {record}" if record else ", as committed"
+            )
+        if not kernel and binding.get("required") is False:
+            line += "; it runs without it"
+        lines.append(line)
+    for entry in _as_list(schedule.get("needs")):
+        if ref := _runtime_ref(entry):
+            session = _as_dict(entry).get("scope") == "session"
+            lines.append(f"waits for {ref} to succeed" + (" at setup" if session else ""))
+    for entry in _as_list(schedule.get("after")):
+        if ref := _runtime_ref(entry):
+            lines.append(f"runs after {ref}")
+    output = _as_dict(io.get("output"))
+    if contract := _text(output.get("contract")):
+        lines.append(f"publishes its output as {contract}")
+    if record := _text(output.get("recordAs")):
+        lines.append(f"keeps its output under {record} for later turns")
+    for block in map(_as_dict, _as_list(io.get("selfData"))):
+        namespace = _text(block.get("namespace"))
+        if not namespace:
+            continue
+        line = f"sees its own {namespace} data in the prompt"
+        if tag := _text(block.get("as")):
+            line += f" as {tag}"
+        extras = [_text(block.get("format"))] if _text(block.get("format")) else []
+        if (n := _number(block.get("maxEntries"))) is not None:
+            extras.append(f"at most {_times(n, 'entry', 'entries')}")
+        lines.append(line + (f" ({', '.join(extras)})" if extras else ""))
+    return lines
+
+
+def _runtime_asks(data: dict[str, Any]) -> str:
+    """Why a runtime may put a form or another question to the player ("" when it cannot)."""
+    tools = [
+        *_texts(_as_dict(_as_dict(data.get("agent")).get("tools")).get("builtin")),
+        *_texts(_as_dict(_as_dict(data.get("function")).get("tools")).get("builtin")),
+    ]
+    if BUILTIN_FORM_TOOL in tools:
+        return f"may ask the player to fill in a form (tool {BUILTIN_FORM_TOOL})"
+    if "interaction:*" in _texts(_as_dict(data.get("effects")).get("writes")):
+        return "may ask the player for input, such as a form (it writes interaction:*)"
+    return ""
+
+
+def _segment_place(position: Any) -> str:
+    if isinstance(position, str):
+        return SEGMENT_PLACES.get(position, position)
+    depth = _number(_as_dict(position).get("depth"))
+    return f"inside the conversation history, at depth {depth}" if depth is not None else ""
+
+
+def _authoring(namespace: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+    authoring = _as_dict(spec.get("authoring"))
+    if not authoring:
+        return None
+    source = _as_dict(authoring.get("source"))
+    lines: list[str] = []
+    if path := _text(source.get("path")):
+        lines.append(
+            f"read from {path} in the world folder"
+            + (f", one record per {key}" if (key := _text(source.get("key"))) else "")
+        )
+    if field_name := _text(authoring.get("characterField")):
+        lines.append(f"written inside each character's record, under {field_name}")
+    if source.get("visibility") == "hidden":
+        lines.append("hidden from players until the package reveals it")
+    if source.get("lorebook") is True:
+        lines.append("also added to the lorebook")
+    if example := _text(authoring.get("example")):
+        lines.append(f"example: {example}")
+    if generate := GENERATE_CHOICES.get(_text(authoring.get("generate"))):
+        lines.append(generate)
+    for ref in map(_as_dict, _as_list(authoring.get("references"))):
+        if (path := _text(ref.get("path"))) and (to := _text(ref.get("to"))):
+            lines.append(f"each value at {path} must name {REFERENCE_TARGETS.get(to, to)}")
+    return {
+        "namespace": namespace,
+        "title": _text(authoring.get("title")) or namespace,
+        "summary": _text(authoring.get("summary")),
+        "hint": _text(authoring.get("hint")),
+        "details": lines,
+    }
+
+
+def package_declarations(package: Package) -> dict[str, Any]:
+    """The declared sections the detail page spells out beyond the card (package from
+    package_get): wiring, forms, world projections, prompt text, published contract schemas
+    and what a world can supply. Empty lists mean "nothing declared"."""
+    manifest = _as_dict(package.manifest)
+    contributes = _as_dict(manifest.get("contributes"))
+    runtimes = list(package.runtimes.all())
+
+    wiring = [
+        {"runtime": r.qualified_id, "lines": lines}
+        for r in runtimes
+        if (lines := _runtime_connections(_as_dict(r.data)))
+    ]
+    asking = [
+        {"runtime": r.qualified_id, "line": line}
+        for r in runtimes
+        if (line := _runtime_asks(_as_dict(r.data)))
+    ]
+
+    projections = []
+    for projection_id, spec in _as_dict(contributes.get("worldProjections")).items():
+        spec = _as_dict(spec)
+        outputs = [
+            {
+                "id": output_id,
+                "namespace": _text(_as_dict(out).get("namespace")),
+                "key": _text(_as_dict(out).get("key")),
+            }
+            for output_id, out in _as_dict(spec.get("outputs")).items()
+        ]
+        projections.append(
+            {
+                "id": projection_id,
+                "from": _text(spec.get("from")),
+                "handler": _text(spec.get("handler")),
+                "outputs": [o for o in outputs if o["namespace"]],
+            }
+        )
+
+    segments = []
+    for segment in map(_as_dict, _as_list(contributes.get("prompt"))):
+        content = _text(segment.get("content"))
+        if not content:
+            continue
+        segments.append(
+            {
+                "id": _text(segment.get("id")),
+                "place": _segment_place(segment.get("position")),
+                "role": _text(segment.get("role")) or "system",
+                "content": content,
+            }
+        )
+
+    prompts = []
+    for runtime in runtimes:
+        io = _as_dict(_as_dict(runtime.data).get("io"))
+        concealed = io.get("concealed") is True
+        text = "" if concealed else runtime.prompt.strip()
+        if text or concealed:
+            prompts.append(
+                {
+                    "runtime": runtime.qualified_id,
+                    "file": runtime.file,
+                    "kind": runtime.kind,
+                    "concealed": concealed,
+                    "text": text,
+                }
+            )
+
+    return {
+        "wires": _texts(contributes.get("wires")),
+        "wiring": wiring,
+        "forms": _texts(contributes.get("forms")),
+        "asking": asking,
+        "worldProjections": projections,
+        "promptSegments": segments,
+        "promptExtensions": [
+            {"point": e.point, "id": e.extension_id}
+            for e in package.extensions.all()
+            if e.point.startswith("prompt.segment@")
+        ],
+        "prompts": prompts,
+        "contractSchemas": [
+            {"contract": contract, "schema": _text(_as_dict(spec).get("schema"))}
+            for contract, spec in _as_dict(manifest.get("contracts")).items()
+            if _text(_as_dict(spec).get("schema"))
+        ],
+        "worldContent": [
+            entry
+            for namespace, spec in _as_dict(contributes.get("data")).items()
+            if (entry := _authoring(namespace, _as_dict(spec)))
+        ],
+    }

@@ -123,20 +123,20 @@ def staleness_check(job: RuntimeJob) -> Staleness | None:
     from jobs.models import JobReason
     from sessions.models import Session
 
-    if Session.objects.filter(pk=job.session_id, status=Session.Status.ENDED).exists():
+    facts = _session_and_package(session_id=job.session_id, package_id=job.plugin_id)
+    if facts is None or facts["session_status"] == Session.Status.ENDED:
         return Staleness(JobReason.SESSION_ENDED, "the session has ended")
-    package = package_facts(job.plugin_id)
-    if package is None:
+    version = facts["version"]
+    if version is None:
         return Staleness(
             JobReason.VERSION_CHANGED, f"package {job.plugin_id} is no longer installed"
         )
-    version = package["version"]
     if job.package_version and version != job.package_version:
         return Staleness(
             JobReason.VERSION_CHANGED,
             f"package {job.plugin_id} changed from version {job.package_version} to {version}",
         )
-    if package["trust"] == Package.Trust.BUNDLED and package["state"] == Package.State.LOADED:
+    if facts["trust"] == Package.Trust.BUNDLED and facts["state"] == Package.State.LOADED:
         return None  # bundled code is trusted: no approval to lose (one query, not three)
     usability = package_usability(package_id=job.plugin_id)
     if not usability.usable:
@@ -146,23 +146,43 @@ def staleness_check(job: RuntimeJob) -> Staleness | None:
     return None
 
 
-def package_facts(package_id: str) -> dict[str, str] | None:
-    """Version, trust and state of the installed package (plain SQL: it runs twice per job)."""
+def _session_and_package(*, session_id: Any, package_id: str) -> dict[str, Any] | None:
+    """The session's status and the installed package's version, trust and state, in one query
+    (plain SQL: it runs twice per job). None when the session is gone."""
     from django.db import connection
 
     from catalogue.models import Package
+    from sessions.models import Session
 
-    meta = Package._meta
     q = connection.ops.quote_name
-    columns = ", ".join(q(meta.get_field(name).column) for name in ("version", "trust", "state"))
+    session, package = Session._meta, Package._meta
+
+    def s_col(name: str) -> str:
+        return "s." + q(session.get_field(name).column)
+
+    def p_col(name: str) -> str:
+        return "p." + q(package.get_field(name).column)
+
     sql = (
-        f"SELECT {columns} FROM {q(meta.db_table)} "
-        f"WHERE {q(meta.get_field('package_id').column)} = %s"
+        f"SELECT {s_col('status')}, {p_col('version')}, {p_col('trust')}, {p_col('state')} "
+        f"FROM {q(session.db_table)} AS s LEFT JOIN {q(package.db_table)} AS p "
+        f"ON {p_col('package_id')} = %s WHERE {s_col('id')} = %s"
     )
+    key = session.get_field("id").get_db_prep_value(session_id, connection)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [package_id])
+        cursor.execute(sql, [package_id, key])
         row = cursor.fetchone()
-    return None if row is None else {"version": row[0], "trust": row[1], "state": row[2]}
+    if row is None:
+        return None
+    return {"session_status": row[0], "version": row[1], "trust": row[2], "state": row[3]}
+
+
+def package_version(package_id: str) -> str:
+    """The installed version of a package ('' when it is not installed)."""
+    from catalogue.models import Package
+
+    found = Package.objects.filter(package_id=package_id).values_list("version", flat=True)
+    return found.first() or ""
 
 
 def staleness_reason(job: RuntimeJob) -> str | None:

@@ -33,6 +33,7 @@ from jobs.errors import (
     JobStopped,
     RunnerNotFound,
 )
+from jobs.events import job_status_event, runtime_deferred_event
 from jobs.models import (
     CANCELLABLE_STATES,
     DEFAULT_SETTLE_WAIT_MS,
@@ -46,6 +47,7 @@ from jobs.models import (
     RuntimeJob,
 )
 from jobs.runners import JobContext, RunResult, resolve_runner, staleness_check
+from jobs.runners import package_version as current_version
 
 log = logging.getLogger(__name__)
 
@@ -149,14 +151,37 @@ def job_transition(
     conditions: list[tuple[str, Any]] = [("id", job_pk), ("state", from_state)]
     if lease_owner_is is not None:
         conditions.append(("lease_owner", lease_owner_is))
-    changed = _conditional_update(
-        values=values, conditions=conditions, expired_before=lease_expired_before
-    )
+    # The state and its event commit together (no savepoint when the caller has a transaction).
+    with transaction.atomic(savepoint=False):
+        changed = _conditional_update(
+            values=values, conditions=conditions, expired_before=lease_expired_before
+        )
+        if changed and to_state in STATES_ANNOUNCED:
+            _announce(job_pk=job_pk, job=job, values=values)
     if changed and to_state in TERMINAL_STATES:
         # After the commit, so a waiter that wakes up and re-reads the row sees the new state.
         key = _key(job) if job is not None else None
         transaction.on_commit(lambda: _after_terminal(job_pk=job_pk, state=to_state, key=key))
     return changed == 1
+
+
+# The states the session's event stream hears of (job-status.updated). `claimed` and `committing`
+# last a moment inside a worker's transaction: nobody outside the worker acts on them.
+STATES_ANNOUNCED = frozenset({S.RUNNING, *TERMINAL_STATES})
+
+
+def _announce(*, job_pk: int, job: RuntimeJob | None, values: dict[str, Any]) -> None:
+    """Record job-status.updated on the job's session stream, with the values just written."""
+    from sessions.services import event_append
+
+    if job is None:
+        job = RuntimeJob.objects.get(pk=job_pk)
+    else:
+        for name, value in values.items():
+            setattr(job, name, value)
+    event_append(
+        session_id=job.session_id, type="job-status.updated", payload=job_status_event(job)
+    )
 
 
 def _conditional_update(
@@ -293,13 +318,6 @@ def job_options_clean(
     )
 
 
-def _current_version(plugin_id: str) -> str:
-    from jobs.runners import package_facts
-
-    facts = package_facts(plugin_id)
-    return facts["version"] if facts else ""
-
-
 def job_enqueue(
     *,
     session_id: uuid.UUID,
@@ -327,7 +345,7 @@ def job_enqueue(
         runner=runner,
         source_turn=str(source_turn or ""),
         inputs=inputs or {},
-        package_version=_current_version(plugin_id) if package_version is None else package_version,
+        package_version=current_version(plugin_id) if package_version is None else package_version,
         settle=options.settle,
         max_settle_wait_ms=options.max_settle_wait_ms,
         max_queue_ms=options.max_queue_ms,
@@ -338,6 +356,11 @@ def job_enqueue(
         created_at=now,
         updated_at=now,
         sent_at=now,
+    )
+    from sessions.services import event_append
+
+    event_append(
+        session_id=session_id, type="runtime.deferred", payload=runtime_deferred_event(job)
     )
     transaction.on_commit(lambda: send_run_job(job=job))
     return job
@@ -560,6 +583,7 @@ def job_execute(*, job_pk: int, owner: str | None = None) -> str:
     # Claim, staleness check and start are one transaction: a worker that dies before the job
     # starts leaves it queued (and its message goes back to the broker), never half-claimed.
     with transaction.atomic():
+        _commit_without_waiting_for_disk()
         outcome, runner = _claim_and_start(job=job, owner=owner, now=now)
     if outcome == Claim.WAITING:
         # Look again soon; the predecessor also wakes this job up when it finishes.
@@ -567,6 +591,22 @@ def job_execute(*, job_pk: int, owner: str | None = None) -> str:
     if runner is None:
         return outcome
     return _run_started(job=job, owner=owner, runner=runner)
+
+
+def _commit_without_waiting_for_disk() -> None:
+    """PostgreSQL: let this transaction commit without waiting for its WAL to reach the disk.
+
+    Only for the claim-and-start transaction: it is a job's first commit of two, and the flush
+    it would wait for is most of a trivial job's cost. If the database crashed right after it,
+    the claim could be lost and the job be back in `queued`; the worker's later conditional
+    updates then match nothing, so it saves nothing, and the job's message (acknowledged only
+    after the task) or the reaper's re-send runs it again. The final commit, which holds the
+    job's writes and its success, always waits for the disk. SQLite in WAL mode with
+    synchronous=NORMAL already commits without a flush.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
 def _claim_and_start(
@@ -691,13 +731,23 @@ def _stopped(*, job: RuntimeJob, owner: str, ctx: JobContext, exc: BaseException
 
 
 def _commit(*, job: RuntimeJob, owner: str, outcome: RunResult | None) -> str:
-    if not job_transition(
-        job_pk=job.pk, job=job, from_state=S.RUNNING, to_state=S.COMMITTING, lease_owner_is=owner
-    ):
-        return "stopped"  # timed out, cancelled or reaped while the runner finished
+    """running -> committing -> succeeded, with the runner's writes: one transaction.
+
+    The row lock the first UPDATE takes (on SQLite, the write lock) holds off a cancel, the
+    lease keeper and the reaper until the writes and the success are committed, or rolled back
+    together, in which case the job is `running` again and fails below.
+    """
     result = outcome.result if isinstance(outcome, RunResult) else None
     try:
         with transaction.atomic():
+            if not job_transition(
+                job_pk=job.pk,
+                job=job,
+                from_state=S.RUNNING,
+                to_state=S.COMMITTING,
+                lease_owner_is=owner,
+            ):
+                return "stopped"  # timed out, cancelled or reaped while the runner finished
             # Re-checked inside the commit: an approval revoked while the job ran still wins.
             stale = staleness_check(job)
             if stale is not None:
@@ -713,34 +763,26 @@ def _commit(*, job: RuntimeJob, owner: str, outcome: RunResult | None) -> str:
                 return "stale"
             if isinstance(outcome, RunResult) and outcome.commit is not None:
                 outcome.commit()
-            # The writes and the success are one transaction: both or neither.
-            if not job_transition(
+            job_transition(
                 job_pk=job.pk,
                 job=job,
                 from_state=S.COMMITTING,
                 to_state=S.SUCCEEDED,
                 lease_owner_is=owner,
                 result=result,
-            ):
-                raise _LostDuringCommit()
-    except _LostDuringCommit:
-        return "lost"
+            )
     except Exception as exc:
         log.info("job %s failed to commit: %s", job.pk, exc)
         job_transition(
             job_pk=job.pk,
             job=job,
-            from_state=S.COMMITTING,
+            from_state=S.RUNNING,
             to_state=S.FAILED,
             error=_error_text(exc),
             lease_owner_is=owner,
         )
         return "failed"
     return "succeeded"
-
-
-class _LostDuringCommit(Exception):
-    """The row left `committing` (reaped) while we committed: roll the writes back."""
 
 
 # --- People's actions ---------------------------------------------------------------------

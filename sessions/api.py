@@ -315,6 +315,7 @@ def _enqueue_background(
     session: Session, plugin: str, runtime: str, payload: Any, version: str
 ) -> Status:
     try:
+        from jobs.events import accepted_payload
         from jobs.services import job_enqueue
     except ImportError:
         return Status(
@@ -328,12 +329,7 @@ def _enqueue_background(
             inputs={"manualPayload": payload},
             package_version=version,
         )
-    services.event_append(
-        session_id=session.pk,
-        type="runtime.deferred",
-        payload={"runtime": runtime, "jobId": job.pk},
-    )
-    return Status(202, {"jobId": job.pk, "status": "accepted"})
+    return Status(202, accepted_payload(job))
 
 
 @router.post("/sessions/{session_id}/rpc/{plugin}/{action}", response={200: RpcOut, **ERRORS})

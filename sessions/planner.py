@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from catalogue.manifest.types import Manifest, RuntimeManifest
@@ -123,6 +124,19 @@ class Plan:
                 f"{runtime} {what}, which {state}",
             )
         return None
+
+
+def _job_options(runtime: RuntimeManifest, stage: str, activation: str) -> Mapping[str, Any] | None:
+    """The job options when this activation runs as a background job, else None.
+
+    `detached` applies to post-turn and audit runtimes; `background: true` makes a manual or
+    event activation a job too (with the default options): its caller gets the job id at once.
+    """
+    if stage in ("post-turn", "audit") and runtime.detached is not None:
+        return runtime.detached
+    if activation in ("manual", "event") and runtime.schedule.get("background") is True:
+        return MappingProxyType({})
+    return None
 
 
 def _stage_of(runtime: RuntimeManifest, activation: str) -> str | None:
@@ -319,7 +333,7 @@ def plan_turn(
                 activation=activation,
                 reason=reason,
                 manifest=runtime,
-                detached=runtime.detached if stage in ("post-turn", "audit") else None,
+                detached=_job_options(runtime, stage, activation),
             )
             refs[rid] = _refs(manifest, runtime, by_contract)
 

@@ -76,7 +76,7 @@ class RuntimeResultOut(Schema):
     output: Any = None
     durationMs: int
     story: bool
-    jobId: int | None = None
+    jobId: str | None = None  # the public job id, as /api/jobs/{id} takes it
 
 
 class TurnOut(Schema):
@@ -94,7 +94,7 @@ class RunIn(Schema):
 
 
 class JobAcceptedOut(Schema):
-    jobId: int
+    jobId: str
     status: str
 
 

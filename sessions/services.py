@@ -12,8 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db import connection, transaction
 from django.utils import timezone
 
 from approvals.selectors import packages_usability
@@ -73,20 +72,42 @@ class SessionNotActive(SessionProblem):
 # ------------------------------------------------------------------ events
 
 
-def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]) -> SessionEvent:
-    """Append one event with the next seq; a concurrent writer's seq collision just retries."""
-    for _attempt in range(20):
-        try:
-            with transaction.atomic():
-                last = SessionEvent.objects.filter(session_id=session_id).aggregate(m=Max("seq"))[
-                    "m"
-                ]
-                return SessionEvent.objects.create(
-                    session_id=session_id, seq=(last or 0) + 1, type=type, payload=dict(payload)
-                )
-        except IntegrityError:
-            time.sleep(0.01)
-    raise SessionProblem("could not append a session event", code="event_conflict")
+def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]) -> None:
+    """Append one event with the next seq.
+
+    One statement (INSERT ... SELECT MAX(seq) + 1): events are written on every job transition,
+    so a round trip saved here is saved many times. Two writers racing for the same seq do not
+    fail: ON CONFLICT DO NOTHING leaves the loser with no row (and its transaction intact), and it
+    simply tries the next seq. On SQLite writers are serialised, so the race cannot happen there.
+    """
+    meta = SessionEvent._meta
+    q = connection.ops.quote_name
+
+    def column(name: str) -> str:
+        return q(meta.get_field(name).column)
+
+    sql = (
+        f"INSERT INTO {q(meta.db_table)} ({column('session')}, {column('seq')}, {column('type')}, "
+        f"{column('payload')}, {column('created_at')}) "
+        f"SELECT %s, COALESCE(MAX({column('seq')}), 0) + 1, %s, %s, %s FROM {q(meta.db_table)} "
+        f"WHERE {column('session')} = %s "
+        f"ON CONFLICT ({column('session')}, {column('seq')}) DO NOTHING"
+    )
+    session = meta.get_field("session").get_db_prep_value(session_id, connection)
+    params = [
+        session,
+        type,
+        meta.get_field("payload").get_db_prep_save(dict(payload), connection),
+        meta.get_field("created_at").get_db_prep_save(timezone.now(), connection),
+        session,
+    ]
+    for _attempt in range(50):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if cursor.rowcount == 1:
+                break
+    else:
+        raise SessionProblem("could not append a session event", code="event_conflict")
 
 
 # ------------------------------------------------------------------ resolution and creation

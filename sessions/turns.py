@@ -29,6 +29,7 @@ from pluginhost.services import plugin_function_call, plugin_guard_call
 from sessions import selectors, services
 from sessions.callbacks import SessionCallbacks
 from sessions.errors import OperationError, WriteRefused
+from sessions.inputs import bind_inputs, committed_sources, staged_operations
 from sessions.models import PluginData, RecordedExport, Session, Turn
 from sessions.operations import MISSING, TurnOverlay, datasets_of, proposal_ops
 from sessions.planner import STAGES, Plan, PlannedRuntime, Skip, plan_turn
@@ -61,7 +62,7 @@ class RuntimeResult:
     duration_ms: int = 0
     story: bool = False
     concealed: bool = False
-    job_id: int | None = None
+    job_id: str | None = None  # the job's public id (RuntimeJob.job_id), as the jobs API takes it
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -99,24 +100,7 @@ class LeaseLost(Exception):
     pass
 
 
-# ------------------------------------------------------------------ pointers and schemas
-
-
-def resolve_pointer(value: Any, pointer: str) -> Any:
-    """RFC 6901: the member of value at pointer; KeyError when it is not there."""
-    if pointer == "":
-        return value
-    if not pointer.startswith("/"):
-        raise KeyError(pointer)
-    for token in pointer[1:].split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(value, dict):
-            value = value[token]
-        elif isinstance(value, list) and token.isdigit():
-            value = value[int(token)]
-        else:
-            raise KeyError(token)
-    return value
+# ------------------------------------------------------------------ schemas
 
 
 _SCHEMAS: dict[str, Any] = {}
@@ -196,6 +180,13 @@ class TurnExecutor:
         self.jobs: list[PlannedRuntime] = []
         self.job_inputs: dict[str, dict[str, Any]] = {}
         self.world = self._world()
+        self.user_settings: dict[str, dict[str, Any]] = {}
+        # A background turn (a detached job) holds its events until its commit: a job that times
+        # out, is cancelled or goes stale announces nothing it never saved (its
+        # job-status.updated events tell what became of it).
+        self.held_events: list[tuple[str, dict[str, Any]]] | None = (
+            [] if request.kind == Turn.Kind.BACKGROUND else None
+        )
 
     # -------------------------------------------------------------- stored data
 
@@ -229,9 +220,17 @@ class TurnExecutor:
     # -------------------------------------------------------------- events
 
     def emit(self, type: str, payload: Mapping[str, Any]) -> None:
-        services.event_append(
-            session_id=self.session.pk, type=type, payload={"turnId": str(self.turn.pk), **payload}
-        )
+        event = {"turnId": str(self.turn.pk), **payload}
+        if self.held_events is None:
+            services.event_append(session_id=self.session.pk, type=type, payload=event)
+        elif not (type == "runtime.status" and payload.get("status") == "running"):
+            self.held_events.append((type, event))  # "running" is moot by the commit
+
+    def _release_events(self) -> None:
+        """Write the held events (inside the commit); later ones go straight to the stream."""
+        held, self.held_events = self.held_events, None
+        for type, event in held or []:
+            services.event_append(session_id=self.session.pk, type=type, payload=event)
 
     def _finish(self, result: RuntimeResult) -> None:
         self.results[result.runtime] = result
@@ -428,93 +427,33 @@ class TurnExecutor:
 
     # -------------------------------------------------------------- inputs
 
-    def _providers(self, contract: str) -> list[str]:
-        found = []
-        for manifest in self.active:
-            for runtime in manifest.runtimes:
-                if runtime.data.get("io", {}).get("output", {}).get("contract") == contract:
-                    found.append(runtime.qualified_id)
-        return found
-
-    def _digest(self) -> dict[str, Any]:
-        return {
-            "playerMessage": self.request.message,
-            "narrativeText": self.narrative_text,
-            "actions": list(self.request.actions),
-        }
-
     def _inputs(self, manifest: Manifest, planned: PlannedRuntime) -> tuple[dict[str, Any], str]:
         """ctx.inputs ({name: {"value": ...}}), or a reason when a required input is missing."""
-        bound: dict[str, Any] = {}
-        specs = thaw(planned.manifest.data.get("io", {}).get("inputs") or {})
-        for name, spec in specs.items():
-            source = spec.get("from") or {}
-            required = bool(spec.get("required", True))
-            value: Any = MISSING
-            if "kernel" in source:
-                if source["kernel"] == "turn-digest@1":
-                    value = self._digest()
-                else:  # operations@1: what completed runtimes of this package staged so far
-                    done = set(self.overlay.completed)
-                    value = [
-                        {
-                            "runtime": w.runtime,
-                            "namespace": w.namespace,
-                            "key": w.key,
-                            "ops": list(w.ops),
-                        }
-                        for w in self.overlay.writes
-                        if w.plugin == planned.package and w.runtime in done
-                    ]
-            elif spec.get("scope") == "committed":
-                record_as = spec.get("recordAs")
-                producers = (
-                    [planned.package]
-                    if "runtime" in source
-                    else sorted(
-                        {r.split("/")[0] for r in self._providers(source.get("contract", ""))}
-                    )
-                )
-                for producer in producers:
-                    row = selectors.export_latest(
-                        session=self.session, plugin=producer, record_as=str(record_as)
-                    )
-                    if row is not None:
-                        value = row.value
-                        break
-            else:
-                if "runtime" in source:
-                    ref = str(source["runtime"])
-                    target = manifest.runtime(ref) or manifest.runtime(ref.split("/")[-1])
-                    producers = [target.qualified_id] if target else [ref]
-                else:
-                    producers = self._providers(str(source.get("contract", "")))
-                ok = [
-                    p
-                    for p in producers
-                    if self.results.get(p) and self.results[p].status == SUCCEEDED
-                ]
-                selected = []
-                for producer in ok:
-                    produced = self.outputs.get(producer)
-                    if spec.get("select"):
-                        try:
-                            produced = resolve_pointer(produced, spec["select"])
-                        except (KeyError, IndexError, TypeError, ValueError):
-                            continue
-                    self.overlay.record_dependency(reader=planned.runtime, source=producer)
-                    selected.append(produced)
-                if selected:
-                    value = selected if source.get("cardinality") == "all" else selected[0]
-            if value is MISSING:
-                if required:
-                    return (
-                        {},
-                        f"{planned.runtime} requires input {name}, which has no value this turn",
-                    )
-                continue
-            bound[name] = {"value": value}
-        return bound, ""
+        committed: dict[tuple[str, str], Any] = {}
+        for plugin, record_as in committed_sources(
+            manifest=manifest, runtime=planned.manifest, active=self.active
+        ):
+            row = selectors.export_latest(session=self.session, plugin=plugin, record_as=record_as)
+            if row is not None:
+                committed[(plugin, record_as)] = row.value
+        binding = bind_inputs(
+            manifest=manifest,
+            runtime=planned.manifest,
+            active=self.active,
+            outputs=self.outputs,
+            committed=committed,
+            digest={
+                "playerMessage": self.request.message,
+                "narrativeText": self.narrative_text,
+                "actions": list(self.request.actions),
+            },
+            operations=staged_operations(self.overlay, planned.package),
+        )
+        for producer in binding.dependencies:
+            self.overlay.record_dependency(reader=planned.runtime, source=producer)
+        if binding.problem:
+            return {}, binding.problem
+        return {name: {"value": value} for name, value in binding.values.items()}, ""
 
     # -------------------------------------------------------------- function runtimes
 
@@ -544,7 +483,7 @@ class TurnExecutor:
             "playerActions": list(self.request.actions),
             "manualPayload": self.request.manual.get(planned.runtime),
             "world": self.world,
-            "userSettings": user_settings_for(package_id=planned.package, session=self.session),
+            "userSettings": dict(self._user_settings(planned.package)),
             "locale": self.session.locale,
             # One seed per turn and runtime: a retried turn draws the same numbers.
             "seed": f"{self.turn.pk}:{planned.runtime}",
@@ -552,6 +491,17 @@ class TurnExecutor:
             "turnNumber": self.logical_turn,
             "sourceTurnId": str(self.turn.pk),
         }
+
+    def _user_settings(self, package_id: str) -> dict[str, Any]:
+        """ctx.userSettings of a package, resolved once per turn; no query for a package that
+        declares no settings (most of them)."""
+        if package_id not in self.user_settings:
+            manifest = self.installed.get(package_id)
+            declared = manifest is not None and bool(manifest.contributes.get("settings"))
+            self.user_settings[package_id] = (
+                user_settings_for(package_id=package_id, session=self.session) if declared else {}
+            )
+        return self.user_settings[package_id]
 
     def _stage_writes(
         self,
@@ -856,9 +806,10 @@ class TurnExecutor:
                 )
             for dropped in outcome.dropped:
                 self.emit("runtime.status", self.results[dropped.runtime].as_dict())
+            self._release_events()
         return commit_info
 
-    def _enqueue_jobs(self, session: Session) -> list[int]:
+    def _enqueue_jobs(self, session: Session) -> list[str]:
         if not self.jobs:
             return []
         try:
@@ -880,8 +831,8 @@ class TurnExecutor:
                 options=job_options_from_schedule(thaw(planned.detached)),
                 package_version=self.installed[planned.package].version,
             )
-            self.results[planned.runtime].job_id = job.pk
-            ids.append(job.pk)
+            self.results[planned.runtime].job_id = str(job.job_id)
+            ids.append(str(job.job_id))
         return ids
 
     def summary(self) -> dict[str, Any]:

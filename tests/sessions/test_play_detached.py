@@ -37,7 +37,7 @@ def test_a_detached_runtime_is_deferred_then_committed_as_a_background_turn(
     result = play(session, "ring the bell")
     deferred = by_runtime(result)["slow/later"]
     assert deferred["status"] == "deferred" and deferred["jobId"]
-    job = RuntimeJob.objects.get(pk=deferred["jobId"])
+    job = RuntimeJob.objects.get(job_id=deferred["jobId"])
     assert job.source_turn == result["turnId"]
     assert job.inputs["inputs"]["turn"]["value"]["playerMessage"] == "ring the bell"
     assert not PluginData.objects.filter(session=session, namespace="log").exists()  # not yet
@@ -69,7 +69,7 @@ def test_the_next_action_waits_for_a_settle_job_then_records_the_timeout(
     index_folder(write_plugin(tmp_path, "slow", {}, runtimes={"later": (runtime, LATER)}))
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=["slow"]))
     first = play(session, "one")
-    job = RuntimeJob.objects.get(pk=by_runtime(first)["slow/later"]["jobId"])
+    job = RuntimeJob.objects.get(job_id=by_runtime(first)["slow/later"]["jobId"])
     assert job.settle is True and job.max_settle_wait_ms == 300
     # No worker runs here: the job stays queued, so the next action waits its 300 ms, then goes on.
     second = play(session, "two")
