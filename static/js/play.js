@@ -101,10 +101,21 @@
     "settle-timeout": (p) => {
       if (state) state.textContent = `gave up waiting for ${p.pendingJobIds.length} background job(s) after ${p.waitedMs} ms`;
     },
+    // The jobs panel (an htmx fragment) reloads when a job is queued or changes state; while
+    // jobs are unfinished it also polls, which covers a stream that reconnects late.
+    "runtime.deferred": () => refreshJobs(),
+    "job-status.updated": () => refreshJobs(),
     "turn.failed": (p) => {
       if (state) state.textContent = `The turn failed: ${p.error}`;
     },
   };
+
+  function refreshJobs() {
+    const panel = document.getElementById("jobs-panel");
+    if (panel && window.htmx) {
+      window.htmx.ajax("GET", panel.dataset.panelUrl, { target: panel, swap: "outerHTML" });
+    }
+  }
 
   function connect() {
     // EventSource resends Last-Event-ID itself when it reconnects; ?after= covers the first connect.
