@@ -200,6 +200,7 @@ def run(args: argparse.Namespace, queue: str, temp: Path) -> None:
         world_id=f"bench-jobs-{queue}",
         defaults={"name": "Bench", "plugins": ["bench-tick"], "owner": user},
     )
+    version = loaded.manifest.version
     # One session per job of a round: jobs of one (session, plugin, runtime) run in order.
     sessions = [session_create(owner=user, world=world) for _ in range(args.jobs)]
     session = sessions[0]
@@ -216,6 +217,7 @@ def run(args: argparse.Namespace, queue: str, temp: Path) -> None:
                     runner=runner,
                     inputs={"inputs": {}, "playerMessage": "tick"},
                     options=job_options_clean(settle=settle),
+                    package_version=version,  # a turn passes the version it resolved
                 ).pk
                 for i in range(count)
             ]
@@ -225,10 +227,12 @@ def run(args: argparse.Namespace, queue: str, temp: Path) -> None:
         last = pks[-1]
         # Jobs finish roughly in order: watch the last one, then make sure of all.
         while True:
+            # Every 10 ms: often enough to time a round of a second or more to 1 %, rarely
+            # enough that the watching takes little of the CPU the workers share.
             while RuntimeJob.objects.filter(pk=last, state__in=UNFINISHED_STATES).exists():
                 if time.monotonic() > deadline:
                     raise SystemExit("jobs did not finish in time")
-                time.sleep(0.005)
+                time.sleep(0.01)
             if not RuntimeJob.objects.filter(pk__in=pks, state__in=UNFINISHED_STATES).exists():
                 return
             time.sleep(0.005)

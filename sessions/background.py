@@ -33,7 +33,7 @@ def _source_turn(job: Any) -> Turn | None:
 
 
 def run_detached(job: Any, ctx: JobContext) -> RunResult:
-    session = Session.objects.select_related("world", "owner").get(pk=job.session_id)
+    session = Session.objects.select_related("world").get(pk=job.session_id)
     installed = selectors.installed_manifests()
     manifest = installed.get(job.plugin_id)
     runtime = manifest.runtime(job.runtime_id) if manifest is not None else None

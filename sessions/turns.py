@@ -213,7 +213,8 @@ class TurnExecutor:
             "id": world.world_id,
             "name": world.display_name,
             "description": world.description,
-            "characters": [],
+            # As the last good sync of characters/characters.json stored them.
+            "characters": list(world.characters or []),
             "seats": list(self.session.seats or []),
         }
 
@@ -696,7 +697,9 @@ class TurnExecutor:
     def commit(self) -> dict[str, Any]:
         """One transaction: plugin data, exports, ledger, versions, the turn row, jobs, events."""
         story = [rid for rid, r in self.results.items() if r.story]
-        with transaction.atomic():
+        # No savepoint inside a caller's transaction (a job's commit): a failure here rolls
+        # that whole transaction back anyway.
+        with transaction.atomic(savepoint=False):
             session = Session.objects.select_for_update().get(pk=self.session.pk)
             # A background commit holds the row lock only: it never waits for a player's turn,
             # and a stored value it moves is exactly what that turn's commit re-checks.

@@ -138,7 +138,7 @@ def test_the_play_page_loads_the_sessions_jobs_panel(db, alice, charlie):
     RuntimeJob.objects.create(
         session=session,
         plugin_id="chronicle",
-        runtime_id="summarize",
+        runtime_id="chronicle/summarize",  # turns queue jobs by qualified id
         source_turn="t-1",
         created_at=timezone.now(),
         updated_at=timezone.now(),
