@@ -6,6 +6,10 @@ Plain Python over http.client, so the limits are ours to enforce exactly:
 - idle_timeout_ms bounds the silence between chunks once a stream has started to write.
 Transient failures (connection errors, 408/409/429/5xx, a time-out) are retried up to
 max_retries times with a short exponential back-off; anything else fails at once.
+
+Reasoning: OpenAI-compatible APIs share no switch that turns a model's reasoning off, so a slot
+may carry its own "reasoning off" fragment (e.g. {"reasoning_effort": "none"}), merged into the
+request body of runtimes that declare `agent.reasoning: false`.
 """
 
 from __future__ import annotations
@@ -15,12 +19,27 @@ import json
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 TRANSIENT_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+# Body keys the gateway writes itself; a slot's reasoning-off fragment may not replace them.
+RESERVED_BODY_KEYS = ("model", "messages", "tools", "tool_choice", "stream")
+
+
+def reasoning_off_problem(fragment: Any) -> str | None:
+    """Why a slot's reasoning-off fragment is refused, or None when it may be merged."""
+    if not isinstance(fragment, Mapping):
+        return "the reasoning-off fragment must be a JSON object"
+    for key in fragment:
+        if key in RESERVED_BODY_KEYS:
+            return (
+                f"the reasoning-off fragment may not set {key!r}: the gateway writes "
+                f"{', '.join(RESERVED_BODY_KEYS)} itself"
+            )
+    return None
 
 
 class ModelError(Exception):
@@ -42,6 +61,8 @@ class Endpoint:
     model: str
     api_key: str = ""
     max_output_tokens: int | None = None
+    # Merged into the request body when a runtime turns reasoning off; None: the slot has none.
+    reasoning_off: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
@@ -83,8 +104,13 @@ def chat(
     limits: Limits = Limits(),
     on_text: Callable[[str], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    reasoning: bool = True,
 ) -> ChatResult:
-    """One model reply, retried on transient failures. on_text receives streamed text as it comes."""
+    """One model reply, retried on transient failures. on_text receives streamed text as it comes.
+
+    reasoning False merges the slot's reasoning-off fragment into the body (top-level keys);
+    without a fragment the body goes out unchanged and the caller says so in its trace.
+    """
     body: dict[str, Any] = {"model": endpoint.model, "messages": messages, "stream": stream}
     if tools:
         body["tools"] = tools
@@ -92,6 +118,12 @@ def chat(
             body["tool_choice"] = _tool_choice(tool_choice)
     if endpoint.max_output_tokens:
         body["max_tokens"] = endpoint.max_output_tokens
+    if not reasoning and endpoint.reasoning_off:
+        # Checked again here: an Endpoint can be built without going through the slot's checks.
+        problem = reasoning_off_problem(endpoint.reasoning_off)
+        if problem:
+            raise ModelError("model-endpoint-invalid", f"slot {endpoint.slot}: {problem}")
+        body.update(endpoint.reasoning_off)
     attempt = 0
     while True:
         attempt += 1

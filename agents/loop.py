@@ -1,6 +1,6 @@
 """The agent loop: a model reads the prompt and calls tools until the runtime is complete.
 
-It follows the manifest's `runtime.agent` block: toolChoice, finishWith / completion,
+It follows the manifest's `runtime.agent` block: toolChoice, reasoning, finishWith / completion,
 loop limits (maxSteps, timeoutMs, retries, loopDetection and its fallback), the correction
 budgets, the finalizer, truncation, output validation and repair, and `concealed`.
 
@@ -90,6 +90,7 @@ class LoopConfig:
     finalizer_max_steps: bool
     deadline_reserve_ms: int
     concealed: bool
+    reasoning: bool = True  # agent.reasoning; false asks the slot to turn reasoning off
 
     @classmethod
     def from_runtime(cls, runtime: Mapping[str, Any]) -> LoopConfig:
@@ -131,6 +132,7 @@ class LoopConfig:
             finalizer_max_steps=finalizer.get("maxSteps", True),
             deadline_reserve_ms=min(finalizer.get("deadlineReserveMs", 0), timeout_ms // 2),
             concealed=bool(io.get("concealed", False)),
+            reasoning=agent.get("reasoning") is not False,
         )
 
     @property
@@ -220,6 +222,13 @@ class _Loop:
         self.repeats: list[str] = []
         self.tools_off = False
         self.any_business_success = False
+        if not config.reasoning and not endpoint.reasoning_off:
+            # Never ignored in silence: the run says its reasoning: false had no effect.
+            notice = (
+                f"reasoning: false could not be turned off for slot {endpoint.slot!r}: the slot "
+                "has no reasoning-off fragment, so its requests go out unchanged"
+            )
+            self.run.warnings.append(notice)  # agents.runtime logs the run's warnings
 
     # --- time ------------------------------------------------------------------------------
     def elapsed_ms(self) -> float:
@@ -252,6 +261,7 @@ class _Loop:
             stream=self.config.stream,
             limits=self.limits(),
             on_text=None if self.config.concealed else self.on_text,
+            reasoning=self.config.reasoning,
         )
         if self.config.stream and result.content:
             self.streamed_ms += (self.clock() - before) * 1000
@@ -381,7 +391,9 @@ class _Loop:
     def load_tools(self, arguments: dict[str, Any]) -> ToolOutcome:
         names = arguments.get("names")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-            return ToolOutcome(False, error="load-tools needs names: a non-empty list of tool names")
+            return ToolOutcome(
+                False, error="load-tools needs names: a non-empty list of tool names"
+            )
         names = list(dict.fromkeys(names))  # a name asked for twice is loaded once
         unknown = [n for n in names if n not in self.deferred]
         if unknown:
@@ -538,7 +550,9 @@ def run_agent(
 def load_tools_spec(deferred: Iterable[ToolSpec]) -> ToolSpec:
     """The load-tools builtin: its description lists what can be loaded, one line per tool."""
     specs = list(deferred)
-    lines = "\n".join(f"- {t.name}: {t.description.splitlines()[0] if t.description else ''}" for t in specs)
+    lines = "\n".join(
+        f"- {t.name}: {t.description.splitlines()[0] if t.description else ''}" for t in specs
+    )
     return ToolSpec(
         LOAD_TOOLS,
         "Load deferred tools by name so that you can call them from the next step on. "

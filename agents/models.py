@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import os
 
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from agents.gateway import reasoning_off_problem
 
 
 class ModelSlot(models.Model):
@@ -23,6 +26,18 @@ class ModelSlot(models.Model):
         help_text="Name of the environment variable holding the API key.",
     )
     max_output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reasoning_off = models.JSONField(
+        null=True,
+        blank=True,
+        verbose_name="reasoning off",
+        help_text=(
+            "A JSON object merged into the request body of runtimes that declare "
+            'reasoning: false, e.g. {"reasoning_effort": "none"} or '
+            '{"thinking": {"type": "disabled"}}. It may not set model, messages, tools, '
+            "tool_choice or stream. Empty: such runtimes call the model unchanged and their "
+            "trace says so."
+        ),
+    )
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -31,6 +46,15 @@ class ModelSlot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} → {self.model}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self.reasoning_off == {}:
+            self.reasoning_off = None  # an empty object changes nothing: the same as none
+        if self.reasoning_off is not None:
+            problem = reasoning_off_problem(self.reasoning_off)
+            if problem:
+                raise ValidationError({"reasoning_off": problem})
 
     def api_key(self) -> str:
         return os.environ.get(self.api_key_env, "") if self.api_key_env else ""

@@ -15,6 +15,8 @@ def endpoint_for_slot(*, slot: str) -> Endpoint:
         model=row.model,
         api_key=row.api_key(),
         max_output_tokens=row.max_output_tokens,
+        # An unchecked value (written past the admin) is refused by the gateway when used.
+        reasoning_off=row.reasoning_off or None,
     )
 
 
@@ -25,4 +27,6 @@ def slot_configured(*, slot: str) -> bool:
 
 def slot_names() -> list[str]:
     """Names of the slots staff configured and enabled, for settings panels and slot pickers."""
-    return list(ModelSlot.objects.filter(enabled=True).order_by("name").values_list("name", flat=True))
+    return list(
+        ModelSlot.objects.filter(enabled=True).order_by("name").values_list("name", flat=True)
+    )

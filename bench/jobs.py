@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -94,7 +95,7 @@ def main() -> None:
         db_reuse=args.db_reuse,
     )
     try:
-        run(args, queue, temp)
+        run(args, queue, temp, worker.pid)
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         try:
@@ -168,7 +169,7 @@ def write_tick_package(folder: Path) -> Path:
     return package
 
 
-def run(args: argparse.Namespace, queue: str, temp: Path) -> None:
+def run(args: argparse.Namespace, queue: str, temp: Path, worker_pid: int) -> None:
     from django.contrib.auth import get_user_model
     from django.db import transaction
     from django.db.models import Count
@@ -284,12 +285,30 @@ def run(args: argparse.Namespace, queue: str, temp: Path) -> None:
     bare_rates: list[float] = []
     runtime_rates: list[float] = []
     noop_rates: list[float] = []
+    cpu: dict[str, dict[str, float]] = {"bare": {}, "runtime": {}, "noop": {}}
+
+    def measured(kind: str, round_: Callable[[], float | None]) -> float | None:
+        before = cpu_seconds(worker_pid)
+        rate = round_()
+        if rate is not None:
+            after = cpu_seconds(worker_pid)
+            for name, seconds in after.items():
+                spent = cpu[kind].get(name, 0.0) + seconds - before.get(name, 0.0)
+                cpu[kind][name] = spent
+        return rate
+
     for r in range(args.rounds):
-        bare = bare_round(args.jobs)
+        bare = measured("bare", lambda: bare_round(args.jobs))
         if bare is not None:
             bare_rates.append(bare)
-        runtime_rates.append(jobs_round(args.jobs, runner="runtime", prefix=f"round{r}-"))
-        noop_rates.append(jobs_round(args.jobs, runner="noop", prefix=f"noop{r}-"))
+        runtime_rates.append(
+            measured(
+                "runtime", lambda r=r: jobs_round(args.jobs, runner="runtime", prefix=f"r{r}-")
+            )
+        )
+        noop_rates.append(
+            measured("noop", lambda r=r: jobs_round(args.jobs, runner="noop", prefix=f"n{r}-"))
+        )
 
     def line(label: str, rates: list[float], unit: str) -> str:
         listed = ", ".join(f"{x:.0f}" for x in rates)
@@ -308,6 +327,16 @@ def run(args: argparse.Namespace, queue: str, temp: Path) -> None:
             f"function-runtime jobs / bare:     {ratio:8.2f}   ({verdict} the target of at least 0.5)"
         )
         print(f"no-op jobs / bare:                {statistics.median(noop_rates) / floor:8.2f}")
+    # Where the CPU goes: on a shared machine the ratio is about CPU per job.
+    print("CPU ms per task or job:  " + "".join(f"{name:>9}" for name in CPU_KINDS) + "    total")
+    for kind, label in (("bare", "bare"), ("runtime", "function-runtime"), ("noop", "no-op")):
+        if cpu[kind]:
+            per = {
+                name: cpu[kind].get(name, 0.0) * 1000 / (args.jobs * args.rounds)
+                for name in CPU_KINDS
+            }
+            cells = "".join(f"{per[name]:9.2f}" for name in CPU_KINDS)
+            print(f"  {label:<22}{cells}{sum(per.values()):9.2f}")
 
     latencies: list[float] = []
     for i in range(args.settle):
@@ -323,6 +352,52 @@ def run(args: argparse.Namespace, queue: str, temp: Path) -> None:
     print(f"settle release latency:  p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  max "
           f"{max(latencies):6.1f} ms  mean {statistics.mean(latencies):6.1f} ms "
           f"({args.settle} waits of function-runtime jobs; {verdict} the p95 < 50 ms target)")  # fmt: skip
+
+
+# The processes a round's CPU time is counted for: this one (it enqueues, like the web
+# process), the worker's main process, its pool processes, their Node plugin hosts, Redis and
+# the PostgreSQL server processes.
+CPU_KINDS = ("bench", "worker", "pool", "node", "redis", "postgres")
+
+
+def cpu_seconds(worker_pid: int) -> dict[str, float]:
+    """User + system CPU seconds so far, summed per kind of process (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    command: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = (Path("/proc") / entry / "stat").read_text()
+            line = (Path("/proc") / entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue  # it ended meanwhile
+        fields = stat.rsplit(")", 1)[1].split()
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        spent[pid] = (int(fields[11]) + int(fields[12])) / tick
+        command[pid] = line.decode(errors="replace")
+    totals = dict.fromkeys(CPU_KINDS, 0.0)
+    for pid, seconds in spent.items():
+        parent = parents.get(pid)
+        if pid == os.getpid():
+            kind = "bench"
+        elif pid == worker_pid:
+            kind = "worker"
+        elif parent == worker_pid:
+            kind = "pool"
+        elif parents.get(parent or 0) == worker_pid:
+            kind = "node"
+        elif command[pid].startswith("redis-server"):
+            kind = "redis"
+        elif command[pid].startswith("postgres"):
+            kind = "postgres"
+        else:
+            continue
+        totals[kind] += seconds
+    return totals
 
 
 def settings_host_version() -> str:

@@ -152,23 +152,15 @@ def _session_and_package(*, session_id: Any, package_id: str) -> dict[str, Any] 
     from django.db import connection
 
     from catalogue.models import Package
+    from config.sql import Table
     from sessions.models import Session
 
-    q = connection.ops.quote_name
-    session, package = Session._meta, Package._meta
-
-    def s_col(name: str) -> str:
-        return "s." + q(session.get_field(name).column)
-
-    def p_col(name: str) -> str:
-        return "p." + q(package.get_field(name).column)
-
+    s, p = Table(Session, alias="s"), Table(Package, alias="p")
     sql = (
-        f"SELECT {s_col('status')}, {p_col('version')}, {p_col('trust')}, {p_col('state')} "
-        f"FROM {q(session.db_table)} AS s LEFT JOIN {q(package.db_table)} AS p "
-        f"ON {p_col('package_id')} = %s WHERE {s_col('id')} = %s"
+        f"SELECT {s.col('status')}, {p.col('version')}, {p.col('trust')}, {p.col('state')} "
+        f"FROM {s} LEFT JOIN {p} ON {p.col('package_id')} = %s WHERE {s.col('id')} = %s"
     )
-    key = session.get_field("id").get_db_prep_value(session_id, connection)
+    key = s.value("id", session_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, [package_id, key])
         row = cursor.fetchone()

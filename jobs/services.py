@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from config.sql import Table
 from jobs import notify
 from jobs.errors import (
     InvalidTransition,
@@ -196,24 +197,16 @@ def _conditional_update(
     compiling such a statement than the database spends running it. Values still go through
     each field's own conversion, so SQLite and PostgreSQL get what the ORM would send.
     """
-    meta = RuntimeJob._meta
-    table = connection.ops.quote_name(meta.db_table)
-
-    def column(name: str) -> str:
-        return connection.ops.quote_name(meta.get_field(name).column)
-
-    def param(name: str, value: Any) -> Any:
-        return meta.get_field(name).get_db_prep_save(value, connection)
-
-    sets = ", ".join(f"{column(name)} = %s" for name in values)
-    where = [f"{column(name)} = %s" for name, _ in conditions]
-    params = [param(name, value) for name, value in values.items()]
-    params += [param(name, value) for name, value in conditions]
+    jobs = Table(RuntimeJob)
+    sets = ", ".join(f"{jobs.col(name)} = %s" for name in values)
+    where = [f"{jobs.col(name)} = %s" for name, _ in conditions]
+    params = [jobs.value(name, value) for name, value in values.items()]
+    params += [jobs.value(name, value) for name, value in conditions]
     if expired_before is not None:
-        where.append(f"{column('lease_expires_at')} < %s")
-        params.append(param("lease_expires_at", expired_before))
+        where.append(f"{jobs.col('lease_expires_at')} < %s")
+        params.append(jobs.value("lease_expires_at", expired_before))
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET {sets} WHERE {' AND '.join(where)}", params)
+        cursor.execute(f"UPDATE {jobs} SET {sets} WHERE {' AND '.join(where)}", params)
         return cursor.rowcount
 
 
@@ -244,18 +237,14 @@ def _after_terminal(*, job_pk: int, state: str, key: dict[str, Any] | None = Non
 
 def _wake_successor(*, session_id: uuid.UUID, plugin_id: str, runtime_id: str) -> None:
     """Deliver the next queued job of the same key now rather than at its next re-check."""
-    meta = RuntimeJob._meta
-    q = connection.ops.quote_name
-
-    def col(name: str) -> str:
-        return q(meta.get_field(name).column)
-
+    jobs = Table(RuntimeJob)
     sql = (
-        f"SELECT {col('id')}, {col('max_execution_ms')} FROM {q(meta.db_table)} "
-        f"WHERE {col('session')} = %s AND {col('plugin_id')} = %s AND {col('runtime_id')} = %s "
-        f"AND {col('state')} = %s ORDER BY {col('id')} LIMIT 1"
+        f"SELECT {jobs.col('id')}, {jobs.col('max_execution_ms')} FROM {jobs} "
+        f"WHERE {jobs.col('session')} = %s AND {jobs.col('plugin_id')} = %s "
+        f"AND {jobs.col('runtime_id')} = %s AND {jobs.col('state')} = %s "
+        f"ORDER BY {jobs.col('id')} LIMIT 1"
     )
-    session_param = meta.get_field("session").get_db_prep_value(session_id, connection)
+    session_param = jobs.value("session", session_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, [session_param, plugin_id, runtime_id, str(S.QUEUED)])
         row = cursor.fetchone()
@@ -402,35 +391,27 @@ def job_claim(*, job_pk: int, owner: str, now: datetime | None = None) -> str:
     unfinished, which keeps the jobs of one key in order.
     """
     now = now or timezone.now()
-    meta = RuntimeJob._meta
-    q = connection.ops.quote_name
-    table = q(meta.db_table)
-
-    def col(name: str) -> str:
-        return q(meta.get_field(name).column)
-
-    def param(name: str, value: Any) -> Any:
-        return meta.get_field(name).get_db_prep_save(value, connection)
-
+    jobs, earlier = Table(RuntimeJob), Table(RuntimeJob, alias="earlier")
+    col = jobs.col
     unfinished = ", ".join(["%s"] * len(UNFINISHED_STATES))
     same_key = " AND ".join(
-        f"earlier.{col(name)} = {table}.{col(name)}"
+        f"{earlier.col(name)} = {jobs}.{col(name)}"
         for name in ("session", "plugin_id", "runtime_id")
     )
     sql = (
-        f"UPDATE {table} SET {col('state')} = %s, {col('claimed_at')} = %s, "
+        f"UPDATE {jobs} SET {col('state')} = %s, {col('claimed_at')} = %s, "
         f"{col('updated_at')} = %s, {col('lease_owner')} = %s, {col('lease_expires_at')} = %s "
         f"WHERE {col('id')} = %s AND {col('state')} = %s AND NOT EXISTS ("
-        f"SELECT 1 FROM {table} AS earlier WHERE {same_key} "
-        f"AND earlier.{col('id')} < {table}.{col('id')} "
-        f"AND earlier.{col('state')} IN ({unfinished}))"
+        f"SELECT 1 FROM {earlier} WHERE {same_key} "
+        f"AND {earlier.col('id')} < {jobs}.{col('id')} "
+        f"AND {earlier.col('state')} IN ({unfinished}))"
     )
     params = [
         S.CLAIMED,
-        param("claimed_at", now),
-        param("updated_at", now),
+        jobs.value("claimed_at", now),
+        jobs.value("updated_at", now),
         owner,
-        param("lease_expires_at", now + timedelta(seconds=lease_seconds())),
+        jobs.value("lease_expires_at", now + timedelta(seconds=lease_seconds())),
         job_pk,
         S.QUEUED,
         *[str(state) for state in UNFINISHED_STATES],
@@ -562,8 +543,9 @@ def job_execute(*, job_pk: int, owner: str | None = None) -> str:
     """
     owner = owner or worker_name()
     # A raw query still converts every column, without compiling a queryset per delivery.
-    table = connection.ops.quote_name(RuntimeJob._meta.db_table)
-    found = list(RuntimeJob.objects.raw(f"SELECT * FROM {table} WHERE id = %s", [job_pk]))
+    found = list(
+        RuntimeJob.objects.raw(f"SELECT * FROM {Table(RuntimeJob)} WHERE id = %s", [job_pk])
+    )
     job = found[0] if found else None
     if job is None:
         return "missing"

@@ -105,14 +105,18 @@ def create_session(request: HttpRequest, data: SessionCreateIn) -> Status:
     world = World.objects.filter(world_id=data.world).first()
     if world is None:
         return Status(404, {"detail": f"no world {data.world!r}", "code": "not_found"})
-    session = services.session_create(
-        owner=request.user,
-        world=world,
-        requested=data.plugins,
-        excluded=data.excluded,
-        title=data.title,
-        locale=data.locale,
-    )
+    try:
+        session = services.session_create(
+            owner=request.user,
+            world=world,
+            requested=data.plugins,
+            excluded=data.excluded,
+            title=data.title,
+            locale=data.locale,
+            character_id=data.character,
+        )
+    except services.SessionProblem as exc:
+        return _problem(exc)
     return Status(201, session_out(session))
 
 

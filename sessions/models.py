@@ -32,7 +32,8 @@ class Session(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     # --- Added by the Sessions issue (0002) ---
-    # [{"user": username, "characters": [character ids]}]: who plays which characters.
+    # [{"id", "user", "role", "primary", "characterIds", "currentCharacterId"}]: who plays
+    # which characters (the keys the plugin SDK reads; docs/worlds.md).
     seats = models.JSONField(default=list, blank=True)
     phase = models.CharField(max_length=20, choices=Phase.choices, default=Phase.SETUP)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)

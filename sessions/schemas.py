@@ -22,6 +22,10 @@ class SessionCreateIn(Schema):
     excluded: list[str] = Field(default_factory=list, description="Core packages to leave out.")
     title: str = ""
     locale: str = "en"
+    character: str | None = Field(
+        None,
+        description="The world's player character to play; omitted: the world's first one.",
+    )
 
 
 class SessionStatusIn(Schema):
@@ -77,6 +81,7 @@ class RuntimeResultOut(Schema):
     durationMs: int
     story: bool
     jobId: str | None = None  # the public job id, as /api/jobs/{id} takes it
+    warnings: list[str] = []
 
 
 class TurnOut(Schema):

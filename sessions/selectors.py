@@ -39,13 +39,13 @@ def session_get(*, session_id: uuid.UUID | str) -> Session | None:
     return Session.objects.select_related("world", "owner").filter(pk=key).first()
 
 
-def manifest_for(*, package: Package) -> Manifest | None:
+def _manifest(package_id: str, source_dir: str, content_hash: str) -> Manifest | None:
     """The loader's Manifest of an indexed package, cached by content hash (None when invalid)."""
-    key = (package.package_id, package.source_dir, package.content_hash)
+    key = (package_id, source_dir, content_hash)
     with _MANIFESTS_LOCK:
         if key in _MANIFESTS:
             return _MANIFESTS[key]
-    result = load_package(package.source_dir, host_version=settings.COVEL_HOST_VERSION)
+    result = load_package(source_dir, host_version=settings.COVEL_HOST_VERSION)
     manifest = result.manifest if result.ok else None
     with _MANIFESTS_LOCK:
         _MANIFESTS[key] = manifest
@@ -53,13 +53,16 @@ def manifest_for(*, package: Package) -> Manifest | None:
 
 
 def installed_manifests() -> dict[str, Manifest]:
-    """Every indexed package that loads, by ID: what the resolver may choose from."""
+    """Every indexed package that loads, by ID: what the resolver may choose from.
+
+    Plain tuples, not model rows: every turn and every job asks, and the manifests themselves
+    come from the cache.
+    """
     found: dict[str, Manifest] = {}
-    for package in Package.objects.loaded().only(
-        "package_id", "source_dir", "content_hash", "state"
-    ):
-        manifest = manifest_for(package=package)
-        if manifest is not None and manifest.id == package.package_id:
+    rows = Package.objects.loaded().values_list("package_id", "source_dir", "content_hash")
+    for package_id, source_dir, content_hash in rows:
+        manifest = _manifest(package_id, source_dir, content_hash)
+        if manifest is not None and manifest.id == package_id:
             found[manifest.id] = manifest
     return found
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from approvals.selectors import packages_usability
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
+from config.sql import Table
 from pluginhost.errors import PluginHostError
 from pluginhost.services import plugin_rpc_call
 from sessions import selectors
@@ -26,6 +27,7 @@ from sessions.commands import CommandError, ParsedCommand, find_command, parse_c
 from sessions.models import Session, SessionEvent
 from sessions.resolver import Resolution, resolve
 from worlds.models import World
+from worlds.selectors import world_player_characters
 from worlds.services import user_settings_for
 
 # A turn renews its lease at every runtime boundary; a crashed process frees the session this soon.
@@ -80,25 +82,21 @@ def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]
     fail: ON CONFLICT DO NOTHING leaves the loser with no row (and its transaction intact), and it
     simply tries the next seq. On SQLite writers are serialised, so the race cannot happen there.
     """
-    meta = SessionEvent._meta
-    q = connection.ops.quote_name
-
-    def column(name: str) -> str:
-        return q(meta.get_field(name).column)
-
+    events = Table(SessionEvent)
+    col = events.col
     sql = (
-        f"INSERT INTO {q(meta.db_table)} ({column('session')}, {column('seq')}, {column('type')}, "
-        f"{column('payload')}, {column('created_at')}) "
-        f"SELECT %s, COALESCE(MAX({column('seq')}), 0) + 1, %s, %s, %s FROM {q(meta.db_table)} "
-        f"WHERE {column('session')} = %s "
-        f"ON CONFLICT ({column('session')}, {column('seq')}) DO NOTHING"
+        f"INSERT INTO {events} ({col('session')}, {col('seq')}, {col('type')}, "
+        f"{col('payload')}, {col('created_at')}) "
+        f"SELECT %s, COALESCE(MAX({col('seq')}), 0) + 1, %s, %s, %s FROM {events} "
+        f"WHERE {col('session')} = %s "
+        f"ON CONFLICT ({col('session')}, {col('seq')}) DO NOTHING"
     )
-    session = meta.get_field("session").get_db_prep_value(session_id, connection)
+    session = events.value("session", session_id)
     params = [
         session,
         type,
-        meta.get_field("payload").get_db_prep_save(dict(payload), connection),
-        meta.get_field("created_at").get_db_prep_save(timezone.now(), connection),
+        events.value("payload", dict(payload)),
+        events.value("created_at", timezone.now()),
         session,
     ]
     for _attempt in range(50):
@@ -196,6 +194,34 @@ def _explain_broken(outcomes: dict[str, list[dict[str, Any]]]) -> None:
         outcomes[package.package_id][-1] = verdict
 
 
+def _owner_seat(
+    *, owner: AbstractBaseUser, world: World, character_id: str | None
+) -> dict[str, Any]:
+    """The owner's primary seat, bound to one of the world's player characters (if it has any).
+
+    The keys are the ones the SDK's actingCharacterOf and seatCharacterIds read.
+    """
+    players = world_player_characters(world=world)
+    if character_id:
+        chosen = next((c for c in players if c.get("id") == character_id), None)
+        if chosen is None:
+            raise SessionProblem(
+                f"{character_id!r} is not a player character of world {world.world_id}",
+                code="unknown_character",
+                status=422,
+            )
+    else:
+        chosen = players[0] if players else None
+    return {
+        "id": "seat-1",
+        "user": owner.get_username(),
+        "role": "player",
+        "primary": True,
+        "characterIds": [chosen["id"]] if chosen else [],
+        "currentCharacterId": chosen["id"] if chosen else None,
+    }
+
+
 def session_create(
     *,
     owner: AbstractBaseUser,
@@ -204,11 +230,15 @@ def session_create(
     excluded: list[str] | None = None,
     title: str = "",
     locale: str = "en",
+    character_id: str | None = None,
 ) -> Session:
     """A new session of a world. requested=None takes the world's plugins.
 
-    Core packages are requested by default; the player leaves one out with `excluded`.
+    Core packages are requested by default; the player leaves one out with `excluded`. The
+    owner's seat plays `character_id` (one of the world's player characters; SessionProblem
+    otherwise), or the world's first player character when none is named.
     """
+    seat = _owner_seat(owner=owner, world=world, character_id=character_id)
     wanted = list(dict.fromkeys(requested if requested is not None else list(world.plugins or [])))
     session = Session(
         world=world,
@@ -216,7 +246,7 @@ def session_create(
         title=title.strip()[:200] or world.display_name,
         requested_plugins=wanted,
         excluded_plugins=sorted(set(excluded or []) - set(wanted)),
-        seats=[{"user": owner.get_username(), "characters": [], "primary": True}],
+        seats=[seat],
         locale=locale or "en",
     )
     session_resolve(session=session, save=False)

@@ -63,6 +63,9 @@ class RuntimeResult:
     story: bool = False
     concealed: bool = False
     job_id: str | None = None  # the job's public id (RuntimeJob.job_id), as the jobs API takes it
+    # Notices of an agent run the player should be able to see in the trace (a tool that could
+    # not be offered, reasoning that could not be turned off for the slot...).
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +82,7 @@ class RuntimeResult:
             "durationMs": self.duration_ms,
             "story": self.story,
             "jobId": self.job_id,
+            "warnings": list(self.warnings),
         }
 
 
@@ -644,6 +648,7 @@ class TurnExecutor:
             tool_context={"turnNumber": self.logical_turn},
         )
         run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
+        result.warnings = list(run.warnings)
         if stream is not None:
             stream.flush()
         if run.status != "success":

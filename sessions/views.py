@@ -77,18 +77,33 @@ def session_new(request: HttpRequest) -> HttpResponse:
             )
         ticked = request.POST.getlist("plugins")
         core = [c["id"] for c in _choices(world) if c["core"]]
-        session = services.session_create(
-            owner=request.user,
-            world=world,
-            # A ticked core package is not "requested": the resolver adds it as core, which is
-            # the truer reason to show; an unticked one is left out on purpose.
-            requested=[p for p in ticked if p not in core],
-            excluded=[p for p in core if p not in ticked],
-            title=request.POST.get("title", ""),
-        )
+        try:
+            session = services.session_create(
+                owner=request.user,
+                world=world,
+                # A ticked core package is not "requested": the resolver adds it as core, which
+                # is the truer reason to show; an unticked one is left out on purpose.
+                requested=[p for p in ticked if p not in core],
+                excluded=[p for p in core if p not in ticked],
+                title=request.POST.get("title", ""),
+                # Empty means "the world's first player character"; anything else is checked.
+                character_id=request.POST.get("character", "").strip() or None,
+            )
+        except services.SessionProblem as exc:
+            context = _new_context(worlds, world) | {"error": exc.message}
+            return render(request, "sessions/session_new.html", context, status=exc.status)
         return redirect(reverse("sessions:detail", args=[session.pk]))
-    context = {"worlds": worlds, "world": world, "choices": _choices(world) if world else []}
-    return render(request, "sessions/session_new.html", context)
+    return render(request, "sessions/session_new.html", _new_context(worlds, world))
+
+
+def _new_context(worlds: list[World], world: World | None) -> dict[str, Any]:
+    return {
+        "worlds": worlds,
+        "world": world,
+        "choices": _choices(world) if world else [],
+        # The picker shows only when there is a choice to make.
+        "players": selectors.world_player_characters(world=world) if world else [],
+    }
 
 
 def _outcome_rows(session: Session) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ class WorldAdmin(admin.ModelAdmin):
         "author",
         "plugins",
         "plugin_settings",
+        "characters",
         "source_dir",
         "state",
         "content_hash",

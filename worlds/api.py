@@ -210,6 +210,7 @@ def _world_out(world: World) -> dict[str, Any]:
         "author": world.author,
         "plugins": world.plugins or [],
         "plugin_settings": world.plugin_settings or {},
+        "characters": world.characters or [],
         "state": world.state,
         "owner": world.owner.get_username() if world.owner else None,
         "errors": world.errors or [],

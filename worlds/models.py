@@ -28,6 +28,9 @@ class World(models.Model):
     author = models.JSONField(null=True, blank=True)
     plugins = models.JSONField(default=list, blank=True)
     plugin_settings = models.JSONField(default=dict, blank=True)
+    # characters/characters.json as the last good sync read it: [{id, name, type, description,
+    # fields}] in file order (see worlds/characters_file.py).
+    characters = models.JSONField(default=list, blank=True)
     # Empty for a world made by hand (admin, tests): its presets then live in the database only.
     source_dir = models.CharField(max_length=1000, blank=True)
     state = models.CharField(max_length=20, choices=State.choices, default=State.LOADED)

@@ -79,6 +79,8 @@ class WorldOut(Schema):
     author: AuthorOut | None = None
     plugins: list[str]
     plugin_settings: dict[str, dict[str, Any]]
+    # characters/characters.json as synced: [{id, name, type, description, fields}]
+    characters: list[dict[str, Any]] = []
     state: str
     owner: str | None = None
     errors: list[dict[str, str]]

@@ -54,6 +54,11 @@ def world_get(*, world_id: str) -> World | None:
     return World.objects.select_related("owner").filter(world_id=world_id).first()
 
 
+def world_player_characters(*, world: World) -> list[dict[str, Any]]:
+    """The world's characters of type player, in file order (the first is a new seat's default)."""
+    return [c for c in world.characters or [] if c.get("type") == "player"]
+
+
 def package_get_loaded(*, package_id: str) -> Package | None:
     return Package.objects.loaded().filter(package_id=package_id).first()
 

@@ -14,6 +14,7 @@ from ruamel.yaml.error import YAMLError
 from catalogue.manifest.types import Issue
 from catalogue.models import Package
 from worlds import selectors
+from worlds.characters_file import CharactersFile, read_characters
 from worlds.fields import FieldError, check_values
 from worlds.models import SessionPluginSettings, World
 from worlds.world_file import WORLD_FILE, WorldFile, read_world, write_plugin_settings
@@ -134,10 +135,11 @@ def world_sync(*, dirs: Iterable[Path]) -> WorldSyncReport:
             )
             continue
         seen[parsed.world_id] = str(folder)
-        warnings = list(parsed.warnings)
+        cast = read_characters(folder)
+        warnings = [*parsed.warnings, *cast.warnings]
         if parsed.ok:
             warnings += _preset_warnings(parsed)
-        report.results.append(_world_store(parsed, warnings))
+        report.results.append(_world_store(parsed, cast, warnings))
     for world in (
         World.objects.exclude(source_dir="")
         .exclude(world_id__in=list(seen))
@@ -149,8 +151,11 @@ def world_sync(*, dirs: Iterable[Path]) -> WorldSyncReport:
     return report
 
 
-def _world_store(parsed: WorldFile, warnings: list[Issue]) -> WorldSyncResult:
-    errors = [i.as_dict() for i in parsed.errors]
+def _world_store(parsed: WorldFile, cast: CharactersFile, warnings: list[Issue]) -> WorldSyncResult:
+    """Store one world; any error in world.yaml or characters.json keeps every last good value."""
+    all_errors = [*parsed.errors, *cast.errors]
+    ok = not all_errors
+    errors = [i.as_dict() for i in all_errors]
     warning_dicts = [i.as_dict() for i in warnings]
     with transaction.atomic():
         world = World.objects.select_for_update().filter(world_id=parsed.world_id).first()
@@ -162,9 +167,9 @@ def _world_store(parsed: WorldFile, warnings: list[Issue]) -> WorldSyncResult:
             "content_hash": parsed.content_hash,
             "errors": errors,
             "warnings": warning_dicts,
-            "state": World.State.LOADED if parsed.ok else World.State.ERROR,
+            "state": World.State.LOADED if ok else World.State.ERROR,
         }
-        if parsed.ok:
+        if ok:
             data = parsed.data
             wanted |= {
                 "name": data.get("name", ""),
@@ -172,6 +177,7 @@ def _world_store(parsed: WorldFile, warnings: list[Issue]) -> WorldSyncResult:
                 "author": data.get("author"),
                 "plugins": data.get("plugins", []),
                 "plugin_settings": data.get("pluginSettings", {}),
+                "characters": cast.characters,
             }
         elif created:
             wanted["name"] = parsed.world_id
@@ -182,11 +188,11 @@ def _world_store(parsed: WorldFile, warnings: list[Issue]) -> WorldSyncResult:
             world.save()
         elif changed:
             world.save(update_fields=[*changed, "updated_at"])
-    if parsed.errors:
+    if all_errors:
         action = "error"
     else:
         action = "created" if created else ("updated" if changed else "unchanged")
-    return WorldSyncResult(parsed.world_id, parsed.path, action, list(parsed.errors), warnings)
+    return WorldSyncResult(parsed.world_id, parsed.path, action, all_errors, warnings)
 
 
 def world_set_owner(*, world: World, owner: AbstractBaseUser | None) -> World:

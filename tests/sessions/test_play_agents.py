@@ -128,4 +128,42 @@ def test_the_story_agent_narrates_only_once_a_story_slot_is_configured(db, alice
     assert with_slot.outcomes["narrator"][-1]["code"] == "default-replaced"
 
     declined = session_create(owner=alice, world=world, excluded=["story-agent"])
-    assert "narrator" in declined.resolved_plugins and "story-agent" not in declined.resolved_plugins
+    assert (
+        "narrator" in declined.resolved_plugins and "story-agent" not in declined.resolved_plugins
+    )
+
+
+QUIET = """\
+---
+id: quiet
+version: 1.0.0
+description: A package whose agent asks for reasoning off.
+runtime:
+  schedule: { stage: post-turn }
+  agent:
+    model: utility
+    reasoning: false
+---
+Say what happened in one line.
+"""
+
+
+def test_an_agent_runs_notices_reach_the_turns_stored_results(db, alice, tmp_path):
+    """reasoning: false on a slot with no fragment: the notice is in the turn, not just a log."""
+    from sessions.models import Turn
+
+    folder = tmp_path / "quiet"
+    folder.mkdir()
+    (folder / "PLUGIN.md").write_text(QUIET, encoding="utf-8")
+    support.index_folder(folder)
+    world = support.make_world(owner=alice, plugins=["quiet"])
+    with StandInModel([{"content": "The gate opened."}]) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        session = session_create(owner=alice, world=world)
+        result = play(session, "I open the gate.")
+    quiet = by_runtime(result)["quiet"]
+    assert quiet["status"] == "succeeded", quiet
+    notice = "reasoning: false could not be turned off for slot 'utility'"
+    assert any(notice in w for w in quiet["warnings"])
+    stored = Turn.objects.get(pk=result["turnId"]).results
+    assert any(notice in w for r in stored if r["runtime"] == "quiet" for w in r["warnings"])
