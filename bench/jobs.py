@@ -85,7 +85,7 @@ def main() -> None:
     print(f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, "
           f"broker: {args.broker} ({os.environ['REDIS_URL'] or 'folder'}), "
           f"workers: 1 x {args.concurrency} processes, "
-          f"CELERY_DB_REUSE_MAX={args.db_reuse or 'unset'}")  # fmt: skip
+          f"CELERY_DB_REUSE_MAX={args.db_reuse or settings.CELERY_DB_REUSE_MAX}")  # fmt: skip
 
     worker = start_worker(
         concurrency=args.concurrency,
@@ -291,10 +291,11 @@ def run(args: argparse.Namespace, queue: str, temp: Path, worker_pid: int) -> No
         before = cpu_seconds(worker_pid)
         rate = round_()
         if rate is not None:
-            after = cpu_seconds(worker_pid)
-            for name, seconds in after.items():
-                spent = cpu[kind].get(name, 0.0) + seconds - before.get(name, 0.0)
-                cpu[kind][name] = spent
+            # Per process: one that started meanwhile counts from zero; one that ended
+            # (a database connection closed) is lost, so a figure may be a little low.
+            for pid, (name, seconds) in cpu_seconds(worker_pid).items():
+                earlier = before.get(pid, (name, 0.0))[1]
+                cpu[kind][name] = cpu[kind].get(name, 0.0) + seconds - earlier
         return rate
 
     for r in range(args.rounds):
@@ -360,8 +361,8 @@ def run(args: argparse.Namespace, queue: str, temp: Path, worker_pid: int) -> No
 CPU_KINDS = ("bench", "worker", "pool", "node", "redis", "postgres")
 
 
-def cpu_seconds(worker_pid: int) -> dict[str, float]:
-    """User + system CPU seconds so far, summed per kind of process (Linux /proc)."""
+def cpu_seconds(worker_pid: int) -> dict[int, tuple[str, float]]:
+    """pid -> (kind, user + system CPU seconds so far) of the processes counted (Linux /proc)."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     spent: dict[int, float] = {}
@@ -379,7 +380,7 @@ def cpu_seconds(worker_pid: int) -> dict[str, float]:
         parents[pid] = int(fields[1])
         spent[pid] = (int(fields[11]) + int(fields[12])) / tick
         command[pid] = line.decode(errors="replace")
-    totals = dict.fromkeys(CPU_KINDS, 0.0)
+    found: dict[int, tuple[str, float]] = {}
     for pid, seconds in spent.items():
         parent = parents.get(pid)
         if pid == os.getpid():
@@ -396,8 +397,8 @@ def cpu_seconds(worker_pid: int) -> dict[str, float]:
             kind = "postgres"
         else:
             continue
-        totals[kind] += seconds
-    return totals
+        found[pid] = (kind, seconds)
+    return found
 
 
 def settings_host_version() -> str:
