@@ -49,6 +49,7 @@ from jobs.models import (
 )
 from jobs.runners import JobContext, RunResult, resolve_runner, staleness_check
 from jobs.runners import package_version as current_version
+from sessions.services import event_append
 
 log = logging.getLogger(__name__)
 
@@ -173,8 +174,6 @@ STATES_ANNOUNCED = frozenset({S.RUNNING, *TERMINAL_STATES})
 
 def _announce(*, job_pk: int, job: RuntimeJob | None, values: dict[str, Any]) -> None:
     """Record job-status.updated on the job's session stream, with the values just written."""
-    from sessions.services import event_append
-
     if job is None:
         job = RuntimeJob.objects.get(pk=job_pk)
     else:
@@ -346,8 +345,6 @@ def job_enqueue(
         updated_at=now,
         sent_at=now,
     )
-    from sessions.services import event_append
-
     event_append(
         session_id=session_id, type="runtime.deferred", payload=runtime_deferred_event(job)
     )
@@ -745,6 +742,7 @@ def _commit(*, job: RuntimeJob, owner: str, outcome: RunResult | None) -> str:
                 return "stale"
             if isinstance(outcome, RunResult) and outcome.commit is not None:
                 outcome.commit()
+            # Cannot miss: this transaction has held the row since it set `committing`.
             job_transition(
                 job_pk=job.pk,
                 job=job,
