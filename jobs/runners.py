@@ -112,18 +112,22 @@ class Staleness:
     message: str
 
 
-def staleness_check(job: RuntimeJob) -> Staleness | None:
+def staleness_check(job: RuntimeJob, *, lock_session: bool = False) -> Staleness | None:
     """Why the job must not run or commit any more, or None.
 
     Checked after the claim and again just before the commit: the session ended, the package's
     approval was revoked, or its installed version is not the one the job was created for.
+    lock_session (the commit's check) takes the session row lock first, so the session cannot
+    end between this check and the writes.
     """
     from approvals.selectors import package_usability
     from catalogue.models import Package
     from jobs.models import JobReason
     from sessions.models import Session
 
-    facts = _session_and_package(session_id=job.session_id, package_id=job.plugin_id)
+    facts = _session_and_package(
+        session_id=job.session_id, package_id=job.plugin_id, lock_session=lock_session
+    )
     if facts is None or facts["session_status"] == Session.Status.ENDED:
         return Staleness(JobReason.SESSION_ENDED, "the session has ended")
     version = facts["version"]
@@ -146,9 +150,14 @@ def staleness_check(job: RuntimeJob) -> Staleness | None:
     return None
 
 
-def _session_and_package(*, session_id: Any, package_id: str) -> dict[str, Any] | None:
+def _session_and_package(
+    *, session_id: Any, package_id: str, lock_session: bool = False
+) -> dict[str, Any] | None:
     """The session's status and the installed package's version, trust and state, in one query
-    (plain SQL: it runs twice per job). None when the session is gone."""
+    (plain SQL: it runs twice per job). None when the session is gone.
+
+    lock_session: FOR UPDATE OF the session row on PostgreSQL; SQLite has no row locks, and
+    the caller's transaction already holds its write lock."""
     from django.db import connection
 
     from catalogue.models import Package
@@ -160,6 +169,8 @@ def _session_and_package(*, session_id: Any, package_id: str) -> dict[str, Any] 
         f"SELECT {s.col('status')}, {p.col('version')}, {p.col('trust')}, {p.col('state')} "
         f"FROM {s} LEFT JOIN {p} ON {p.col('package_id')} = %s WHERE {s.col('id')} = %s"
     )
+    if lock_session and connection.features.has_select_for_update_of:
+        sql += " FOR UPDATE OF s"
     key = s.value("id", session_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, [package_id, key])

@@ -727,8 +727,9 @@ def _commit(*, job: RuntimeJob, owner: str, outcome: RunResult | None) -> str:
                 lease_owner_is=owner,
             ):
                 return "stopped"  # timed out, cancelled or reaped while the runner finished
-            # Re-checked inside the commit: an approval revoked while the job ran still wins.
-            stale = staleness_check(job)
+            # Re-checked inside the commit, under the session row lock: a session ended or an
+            # approval revoked while the job ran still wins.
+            stale = staleness_check(job, lock_session=True)
             if stale is not None:
                 job_transition(
                     job_pk=job.pk,

@@ -212,3 +212,25 @@ def test_concurrent_event_writers_each_get_their_own_seq(file_database, alice, t
         .values_list("seq", flat=True)
     )
     assert seqs == list(range(start + 1, start + 51))
+
+
+def test_the_commit_rechecks_staleness_under_the_session_row_lock(db, alice, tmp_path):
+    """The commit's staleness query locks the session row (PostgreSQL) before any write, so a
+    session cannot end between the check and the background turn."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    session = detached_session(alice, tmp_path)
+    job = RuntimeJob.objects.get(job_id=by_runtime(play(session, "ring"))["scribe/later"]["jobId"])
+    with CaptureQueriesContext(connection) as queries:
+        assert job_execute(job_pk=job.pk) == "succeeded"
+    sql = [q["sql"] for q in queries.captured_queries]
+    committing = next(i for i, q in enumerate(sql) if "'committing'" in q and "UPDATE" in q)
+    turn_insert = next(i for i, q in enumerate(sql) if q.startswith('INSERT INTO "play_turn"'))
+    checks = [i for i, q in enumerate(sql) if 'LEFT JOIN "catalogue_package"' in q]
+    assert len(checks) == 2  # after the claim, and in the commit
+    claim_check, commit_check = checks
+    assert committing < commit_check < turn_insert
+    locked = "FOR UPDATE OF s" in sql[commit_check]
+    assert locked == (connection.vendor == "postgresql")
+    assert "FOR UPDATE" not in sql[claim_check]
