@@ -136,6 +136,10 @@ class RuntimeOut(Schema):
     maxQueueMs: int | None
     maxExecutionMs: int | None
     limits: list[str]
+    details: list[str] = Field(
+        description="How often it runs, what one run may cost and what it touches, as short "
+        "phrases; only declared values, never the host's defaults."
+    )
     concealed: bool
     promptSummary: str
 
@@ -232,6 +236,66 @@ class IssueOut(Schema):
     message: str
 
 
+class RuntimeWiringOut(Schema):
+    runtime: str = Field(description="The runtime's qualified ID.")
+    lines: list[str] = Field(
+        description="How it connects: event trigger, inputs, needs/after, output, selfData."
+    )
+
+
+class RuntimeAskingOut(Schema):
+    runtime: str
+    line: str = Field(description="Why it may put a form or another question to the player.")
+
+
+class ProjectionOutputOut(Schema):
+    id: str
+    namespace: str
+    key: str = Field(description='The record key ("" when not declared).')
+
+
+class WorldProjectionOut(Schema):
+    id: str
+    from_: str = Field(alias="from", description="The schema of the world data it reads.")
+    handler: str
+    outputs: list[ProjectionOutputOut]
+
+
+class PromptSegmentOut(Schema):
+    id: str
+    place: str = Field(description='Where the host puts it, in words ("" when not declared).')
+    role: str
+    content: str
+
+
+class PromptExtensionOut(Schema):
+    point: str
+    id: str
+
+
+class RuntimePromptOut(Schema):
+    runtime: str
+    file: str
+    kind: Literal["agent", "function"]
+    concealed: bool
+    text: str = Field(
+        description="An agent's prompt or a function runtime's notes; empty when concealed."
+    )
+
+
+class ContractSchemaOut(Schema):
+    contract: str
+    schema_: str = Field(alias="schema")
+
+
+class WorldContentOut(Schema):
+    namespace: str
+    title: str
+    summary: str
+    hint: str
+    details: list[str]
+
+
 class ContractProvidersOut(Schema):
     contract: str
     providers: list[str]
@@ -269,6 +333,39 @@ class PackageCardOut(PackageItemOut):
     errors: list[IssueOut]
     warnings: list[IssueOut]
     shadowed: list[dict[str, str]]
+    # The declared sections of the detail page (selectors.package_declarations); an empty list
+    # means the package declares nothing for that section.
+    wires: list[str] = Field(description="contributes.wires: provider wires its code registers.")
+    wiring: list[RuntimeWiringOut] = Field(
+        description="Per runtime, how it connects to other runtimes, contracts and its data."
+    )
+    forms: list[str] = Field(description="contributes.forms: form validators its code registers.")
+    asking: list[RuntimeAskingOut] = Field(
+        description="Runtimes that may ask the player (create-form tool, or writes interaction:*)."
+    )
+    worldProjections: list[WorldProjectionOut] = Field(
+        description="contributes.worldProjections: world data copied into its own namespaces."
+    )
+    promptSegments: list[PromptSegmentOut] = Field(
+        description="contributes.prompt: fixed text the host adds to the model's prompt."
+    )
+    promptExtensions: list[PromptExtensionOut] = Field(
+        description="prompt.segment@* extensions: prompt text its code adds at run time."
+    )
+    prompts: list[RuntimePromptOut] = Field(
+        description="Each runtime's body (PLUGIN.md or RUNTIME.md); a concealed one's is empty."
+    )
+    body: str | None = Field(
+        description="The PLUGIN.md body of a package without an inline runtime: notes for "
+        "people, read by no model. Null when empty; with an inline runtime the body is that "
+        "runtime's prompt (in prompts)."
+    )
+    contractSchemas: list[ContractSchemaOut] = Field(
+        description="contracts.*.schema: the contract schemas it publishes."
+    )
+    worldContent: list[WorldContentOut] = Field(
+        description="contributes.data.*.authoring: what a world can supply."
+    )
     manifest: dict[str, Any] = Field(
         description="The normalised manifest (raw frontmatter when invalid)."
     )

@@ -71,6 +71,13 @@ class Package(models.Model):
     # When the package's content last changed (updated_at also moves on bookkeeping writes).
     indexed_at = models.DateTimeField(null=True, blank=True, db_index=True)
 
+    # --- Added by 0003 ---
+    # The PLUGIN.md body when no runtime owns it (a package without an inline runtime): notes
+    # for people, read by no model. "" when there is none or the inline runtime's prompt is it
+    # (Runtime.prompt holds that). NULL only on rows indexed before 0003: the next sync
+    # re-indexes them (docs/catalogue.md, "Sync").
+    body = models.TextField(null=True, blank=True)
+
     objects = PackageQuerySet.as_manager()
 
     class Meta:

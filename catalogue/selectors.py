@@ -39,6 +39,7 @@ LIST_DEFERRED = (
     "search_text",
     "author_about",
     "prompt_summary",
+    "body",
     "shadowed",
 )
 
@@ -364,7 +365,8 @@ def permissions_in_plain_language(package: Package, runtimes: list[dict[str, Any
 
 def package_card(package: Package) -> dict[str, Any]:
     """The card the detail page and the API share, as JSON-ready data (package from
-    package_get); the page adds the declared sections of package_declarations."""
+    package_get), the declared sections of package_declarations included: one dict for both,
+    so the page and the API cannot drift."""
     runtimes = [_runtime_card(r) for r in package.runtimes.all()]
     contract_links = list(package.contract_links.all())
     links = [
@@ -530,6 +532,7 @@ def package_card(package: Package) -> dict[str, Any]:
             "errors": package.errors,
             "warnings": package.warnings,
             "shadowed": package.shadowed,
+            **package_declarations(package),
             "manifest": package.manifest,
         }
     )
@@ -813,9 +816,9 @@ def _authoring(namespace: str, spec: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def package_declarations(package: Package) -> dict[str, Any]:
-    """The declared sections the detail page spells out beyond the card (package from
+    """The declared sections the detail page spells out beyond the index rows (package from
     package_get): wiring, forms, world projections, prompt text, published contract schemas
-    and what a world can supply. Empty lists mean "nothing declared"."""
+    and what a world can supply. Empty lists (and a null body) mean "nothing declared"."""
     manifest = _as_dict(package.manifest)
     contributes = _as_dict(manifest.get("contributes"))
     runtimes = list(package.runtimes.all())
@@ -894,6 +897,8 @@ def package_declarations(package: Package) -> dict[str, Any]:
             if e.point.startswith("prompt.segment@")
         ],
         "prompts": prompts,
+        # The PLUGIN.md body no runtime owns (notes for people); None when empty.
+        "body": (package.body or "").strip() or None,
         "contractSchemas": [
             {"contract": contract, "schema": _text(_as_dict(spec).get("schema"))}
             for contract, spec in _as_dict(manifest.get("contracts")).items()

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import ProtectedError, RestrictedError
+from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q, RestrictedError
 from django.utils import timezone
 
 from catalogue.manifest.types import Issue, LoadResult, thaw
@@ -217,6 +217,9 @@ def _rows_from(result: LoadResult) -> _Rows:
     inline = _dict(data.get("runtime"))
     # The card summarises the inline runtime's prompt; a concealed runtime's prompt stays hidden.
     body = manifest.body if ok and inline and not _dict(inline.get("io")).get("concealed") else ""
+    # Without an inline runtime the PLUGIN.md body is nobody's prompt, and no other row keeps it.
+    owned = ok and any(r.file == "PLUGIN.md" for r in manifest.runtimes)
+    notes = manifest.body if ok and not owned else ""
     rows = _Rows(
         fields={
             "package_id": package_id,
@@ -236,6 +239,7 @@ def _rows_from(result: LoadResult) -> _Rows:
             "covel_range": _str(data.get("covel"), 200),
             "entry": _str(data.get("entry"), 500),
             "prompt_summary": prompt_summary(_no_nul(body)),
+            "body": _no_nul(notes),
         }
     )
 
@@ -673,6 +677,10 @@ def _packages_sync(
             "state",
             "errors",
             "shadowed",
+        ).annotate(
+            # A row indexed before a column was added (body NULL) lacks data its hash cannot
+            # tell: treat it as changed, once.
+            stale=ExpressionWrapper(Q(body__isnull=True), output_field=BooleanField())
         )
     }
     summary = SyncSummary()
@@ -691,6 +699,7 @@ def _packages_sync(
             and row.content_hash == content_hash
             and row.host_version == host_version
             and row.source == source
+            and not row.stale
         )
         result = None if unchanged else _load(path, host_version)
         package_id = row.package_id if unchanged else package_id_of(result)

@@ -17,7 +17,6 @@ from catalogue.selectors import (
     SORTS,
     contract_ids,
     package_card,
-    package_declarations,
     package_filters_from,
     package_get,
     package_page,
@@ -97,7 +96,6 @@ def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
     context = {
         "package": package,
         "card": card,
-        "declared": package_declarations(package),
         "graph": graph,
         "show_paths": request.user.is_staff,
     }
