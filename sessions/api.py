@@ -27,6 +27,8 @@ from sessions.schemas import (
     RpcIn,
     RpcOut,
     RunIn,
+    SeatOut,
+    SeatUpdateIn,
     SessionCreateIn,
     SessionListOut,
     SessionOut,
@@ -118,6 +120,23 @@ def create_session(request: HttpRequest, data: SessionCreateIn) -> Status:
     except services.SessionProblem as exc:
         return _problem(exc)
     return Status(201, session_out(session))
+
+
+@router.patch("/sessions/{session_id}/seats/{seat_id}", response={200: SeatOut, **ERRORS})
+def update_seat(request: HttpRequest, session_id: str, seat_id: str, data: SeatUpdateIn) -> Status:
+    """Switch a seat's current character or rebind its characters; the next turn sees it."""
+    try:
+        seat = services.seat_update(
+            session=_session(request, session_id),
+            seat_id=seat_id,
+            character_ids=data.characterIds,
+            current_character_id=data.currentCharacterId,
+        )
+    except _Refusal as refusal:
+        return Status(refusal.status, refusal.body)
+    except services.SessionProblem as exc:
+        return _problem(exc)
+    return Status(200, seat)
 
 
 @router.get("/sessions/{session_id}", response={200: SessionOut, **ERRORS})

@@ -32,6 +32,25 @@ class SessionStatusIn(Schema):
     status: str
 
 
+class SeatUpdateIn(Schema):
+    currentCharacterId: str | None = Field(
+        None, description="The character the seat plays from the next turn; must be bound to it."
+    )
+    characterIds: list[str] | None = Field(
+        None,
+        description="The seat's whole new list of bound characters (the world's player characters).",
+    )
+
+
+class SeatOut(Schema):
+    id: str
+    user: str | None = None
+    role: str
+    primary: bool
+    characterIds: list[str]
+    currentCharacterId: str | None = None
+
+
 class OutcomeOut(Schema):
     package: str
     code: str

@@ -195,29 +195,35 @@ def _explain_broken(outcomes: dict[str, list[dict[str, Any]]]) -> None:
 
 
 def _owner_seat(
-    *, owner: AbstractBaseUser, world: World, character_id: str | None
+    *,
+    owner: AbstractBaseUser,
+    world: World,
+    character_id: str | None,
+    also_character_ids: list[str] | None = None,
 ) -> dict[str, Any]:
     """The owner's primary seat, bound to one of the world's player characters (if it has any).
 
-    The keys are the ones the SDK's actingCharacterOf and seatCharacterIds read.
+    The keys are the ones the SDK's actingCharacterOf and seatCharacterIds read. also_character_ids
+    binds more of the world's player characters to the seat; the chosen one stays current.
     """
     players = world_player_characters(world=world)
-    if character_id:
-        chosen = next((c for c in players if c.get("id") == character_id), None)
-        if chosen is None:
+    by_id = {c.get("id"): c for c in players}
+    for wanted in [character_id, *(also_character_ids or [])]:
+        if wanted and wanted not in by_id:
             raise SessionProblem(
-                f"{character_id!r} is not a player character of world {world.world_id}",
+                f"{wanted!r} is not a player character of world {world.world_id}",
                 code="unknown_character",
                 status=422,
             )
-    else:
-        chosen = players[0] if players else None
+    chosen = by_id[character_id] if character_id else (players[0] if players else None)
+    bound = [chosen["id"]] if chosen else []
+    bound += [cid for cid in dict.fromkeys(also_character_ids or []) if cid not in bound]
     return {
         "id": "seat-1",
         "user": owner.get_username(),
         "role": "player",
         "primary": True,
-        "characterIds": [chosen["id"]] if chosen else [],
+        "characterIds": bound,
         "currentCharacterId": chosen["id"] if chosen else None,
     }
 
@@ -231,14 +237,21 @@ def session_create(
     title: str = "",
     locale: str = "en",
     character_id: str | None = None,
+    also_character_ids: list[str] | None = None,
 ) -> Session:
     """A new session of a world. requested=None takes the world's plugins.
 
     Core packages are requested by default; the player leaves one out with `excluded`. The
     owner's seat plays `character_id` (one of the world's player characters; SessionProblem
-    otherwise), or the world's first player character when none is named.
+    otherwise), or the world's first player character when none is named; also_character_ids
+    binds more player characters to the seat, to switch to later.
     """
-    seat = _owner_seat(owner=owner, world=world, character_id=character_id)
+    seat = _owner_seat(
+        owner=owner,
+        world=world,
+        character_id=character_id,
+        also_character_ids=also_character_ids,
+    )
     wanted = list(dict.fromkeys(requested if requested is not None else list(world.plugins or [])))
     session = Session(
         world=world,
@@ -272,6 +285,100 @@ def session_set_status(*, session: Session, status: str) -> Session:
     session.status = status
     event_append(session_id=session.pk, type="session.status", payload={"status": status})
     return session
+
+
+# ------------------------------------------------------------------ seats
+
+
+def seat_update(
+    *,
+    session: Session,
+    seat_id: str,
+    character_ids: list[str] | None = None,
+    current_character_id: str | None = None,
+) -> dict[str, Any]:
+    """Rebind a seat's characters and/or switch its current one; returns the seat.
+
+    character_ids (when given) is the seat's whole new list: player characters of the world, no
+    repeats, none bound to another seat. current_character_id must be bound to the seat (after
+    the rebinding); when the rebinding drops the current one, the first bound one takes over.
+    A running turn keeps the seats it started with; the next turn reads the new ones. Records
+    `seat.changed` on the session stream when something changed.
+    """
+    with transaction.atomic():
+        row = Session.objects.select_for_update().only("id", "status", "seats").get(pk=session.pk)
+        if row.status == Session.Status.ENDED:
+            raise SessionProblem("an ended session cannot change its seats", code="session_ended")
+        seats = [dict(s) for s in row.seats or []]
+        seat = next((s for s in seats if s.get("id") == seat_id), None)
+        if seat is None:
+            raise SessionProblem(
+                f"no seat {seat_id!r} in this session", code="not_found", status=404
+            )
+        bound = list(seat.get("characterIds") or [])
+        current = seat.get("currentCharacterId")
+        if character_ids is not None:
+            bound = _seat_characters(
+                session=session, seats=seats, seat_id=seat_id, character_ids=character_ids
+            )
+            if current not in bound:
+                current = bound[0] if bound else None
+        if current_character_id is not None:
+            if current_character_id not in bound:
+                raise SessionProblem(
+                    f"{current_character_id!r} is not bound to seat {seat_id}",
+                    code="not_bound",
+                    status=422,
+                )
+            current = current_character_id
+        previous = seat.get("currentCharacterId")
+        if bound == list(seat.get("characterIds") or []) and current == previous:
+            return seat
+        seat["characterIds"], seat["currentCharacterId"] = bound, current
+        Session.objects.filter(pk=session.pk).update(seats=seats)
+        event_append(
+            session_id=session.pk,
+            type="seat.changed",
+            payload={
+                "seatId": seat_id,
+                "characterIds": bound,
+                "currentCharacterId": current,
+                "previousCharacterId": previous,
+            },
+        )
+    session.seats = seats
+    return seat
+
+
+def _seat_characters(
+    *, session: Session, seats: list[dict[str, Any]], seat_id: str, character_ids: list[str]
+) -> list[str]:
+    """Check a seat's new character list: the world's player characters, each on one seat."""
+    players = {c.get("id") for c in world_player_characters(world=session.world)}
+    elsewhere = {
+        cid: s.get("id")
+        for s in seats
+        if s.get("id") != seat_id
+        for cid in s.get("characterIds") or []
+    }
+    for cid in character_ids:
+        if cid not in players:
+            raise SessionProblem(
+                f"{cid!r} is not a player character of world {session.world.world_id}",
+                code="unknown_character",
+                status=422,
+            )
+        if cid in elsewhere:
+            raise SessionProblem(
+                f"{cid!r} is already bound to seat {elsewhere[cid]}",
+                code="bound_elsewhere",
+                status=422,
+            )
+    if len(set(character_ids)) != len(character_ids):
+        raise SessionProblem("a character is listed twice", code="duplicate", status=422)
+    if not character_ids and players:
+        raise SessionProblem("a seat plays at least one character", code="required", status=422)
+    return list(character_ids)
 
 
 # ------------------------------------------------------------------ the turn lock

@@ -219,6 +219,10 @@ class TurnExecutor:
             "description": world.description,
             # As the last good sync of characters/characters.json stored them.
             "characters": list(world.characters or []),
+            # The character field definitions, under the spec's name (data/world.data.yaml).
+            "characterSchema": list(world.character_schema or []),
+            "lorebook": list(world.lorebook or []),
+            # Read when the turn starts, so a switched current character shows from the next turn.
             "seats": list(self.session.seats or []),
         }
 

@@ -8,4 +8,5 @@ urlpatterns = [
     path("new/", views.session_new, name="new"),
     path("<uuid:session_id>/", views.session_detail, name="detail"),
     path("<uuid:session_id>/status/", views.session_status, name="status"),
+    path("<uuid:session_id>/seats/<str:seat_id>/", views.session_seat, name="seat"),
 ]

@@ -88,6 +88,8 @@ def session_new(request: HttpRequest) -> HttpResponse:
                 title=request.POST.get("title", ""),
                 # Empty means "the world's first player character"; anything else is checked.
                 character_id=request.POST.get("character", "").strip() or None,
+                # More characters to switch to later ("also play"); checked the same way.
+                also_character_ids=[c for c in request.POST.getlist("also") if c.strip()],
             )
         except services.SessionProblem as exc:
             context = _new_context(worlds, world) | {"error": exc.message}
@@ -138,6 +140,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     turns = play_selectors.turn_list(session=session)
     context = {
         "session": session,
+        "seats": _seat_rows(session),
         "world": session.world,
         "panels": panels,
         "slots": selectors.model_slots(),
@@ -151,6 +154,57 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "last_seq": play_selectors.last_event_seq(session=session),
     }
     return render(request, "sessions/session_detail.html", context, status=status)
+
+
+def _seat_rows(session: Session) -> list[dict[str, Any]]:
+    """Each seat with its bound characters (by name) and the player characters it could add."""
+    players = selectors.world_player_characters(world=session.world)
+    names = {c["id"]: c["name"] for c in session.world.characters or []}
+    taken = {cid for seat in session.seats or [] for cid in seat.get("characterIds") or []}
+    return [
+        {
+            "id": seat.get("id"),
+            "current": seat.get("currentCharacterId"),
+            "bound": [
+                {"id": cid, "name": names.get(cid, cid)} for cid in seat.get("characterIds") or []
+            ],
+            "addable": [c for c in players if c["id"] not in taken],
+        }
+        for seat in session.seats or []
+    ]
+
+
+@login_required
+@require_http_methods(["POST"])
+def session_seat(request: HttpRequest, session_id: uuid.UUID, seat_id: str) -> HttpResponse:
+    """Switch a seat's current character (`current`) or bind one more to it (`add`)."""
+    session = Session.objects.select_related("world", "owner").filter(pk=session_id).first()
+    if session is None:
+        raise Http404("no such session")
+    if not play_selectors.session_can_access(session=session, user=request.user):
+        raise PermissionDenied("this session belongs to another player")
+    seat = next((s for s in session.seats or [] if s.get("id") == seat_id), None)
+    added = request.POST.get("add", "").strip()
+    try:
+        if seat is None:
+            raise services.SessionProblem(f"no seat {seat_id!r}", code="not_found", status=404)
+        if added:
+            services.seat_update(
+                session=session,
+                seat_id=seat_id,
+                character_ids=[*(seat.get("characterIds") or []), added],
+            )
+        else:
+            services.seat_update(
+                session=session,
+                seat_id=seat_id,
+                current_character_id=request.POST.get("current", "").strip(),
+            )
+    except services.SessionProblem as exc:
+        return HttpResponse(
+            exc.message, status=exc.status, content_type="text/plain; charset=utf-8"
+        )
+    return redirect(reverse("sessions:detail", args=[session.pk]))
 
 
 @login_required

@@ -17,6 +17,8 @@ class WorldAdmin(admin.ModelAdmin):
         "plugins",
         "plugin_settings",
         "characters",
+        "character_schema",
+        "lorebook",
         "source_dir",
         "state",
         "content_hash",

@@ -211,6 +211,8 @@ def _world_out(world: World) -> dict[str, Any]:
         "plugins": world.plugins or [],
         "plugin_settings": world.plugin_settings or {},
         "characters": world.characters or [],
+        "character_schema": world.character_schema or [],
+        "lorebook": world.lorebook or [],
         "state": world.state,
         "owner": world.owner.get_username() if world.owner else None,
         "errors": world.errors or [],

@@ -31,6 +31,11 @@ class World(models.Model):
     # characters/characters.json as the last good sync read it: [{id, name, type, description,
     # fields}] in file order (see worlds/characters_file.py).
     characters = models.JSONField(default=list, blank=True)
+    # data/world.data.yaml's characterSchema as the last good sync read it: the character field
+    # definitions [{id, name, type, description, min, max, options, default}] (data_files.py).
+    character_schema = models.JSONField(default=list, blank=True)
+    # data/lorebook.yaml as the last good sync read it: [{id, title, keys, text}] in file order.
+    lorebook = models.JSONField(default=list, blank=True)
     # Empty for a world made by hand (admin, tests): its presets then live in the database only.
     source_dir = models.CharField(max_length=1000, blank=True)
     state = models.CharField(max_length=20, choices=State.choices, default=State.LOADED)

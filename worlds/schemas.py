@@ -81,6 +81,11 @@ class WorldOut(Schema):
     plugin_settings: dict[str, dict[str, Any]]
     # characters/characters.json as synced: [{id, name, type, description, fields}]
     characters: list[dict[str, Any]] = []
+    # data/world.data.yaml's characterSchema: [{id, name, type, description, min, max, options,
+    # default}]
+    character_schema: list[dict[str, Any]] = []
+    # data/lorebook.yaml: [{id, title, keys, text}]
+    lorebook: list[dict[str, Any]] = []
     state: str
     owner: str | None = None
     errors: list[dict[str, str]]

@@ -15,6 +15,12 @@ from catalogue.manifest.types import Issue
 from catalogue.models import Package
 from worlds import selectors
 from worlds.characters_file import CharactersFile, read_characters
+from worlds.data_files import (
+    DataFile,
+    character_field_warnings,
+    read_character_schema,
+    read_lorebook,
+)
 from worlds.fields import FieldError, check_values
 from worlds.models import SessionPluginSettings, World
 from worlds.world_file import WORLD_FILE, WorldFile, read_world, write_plugin_settings
@@ -136,10 +142,13 @@ def world_sync(*, dirs: Iterable[Path]) -> WorldSyncReport:
             continue
         seen[parsed.world_id] = str(folder)
         cast = read_characters(folder)
-        warnings = [*parsed.warnings, *cast.warnings]
+        lore = read_lorebook(folder)
+        schema = read_character_schema(folder)
+        warnings = [*parsed.warnings, *cast.warnings, *schema.warnings, *lore.warnings]
+        warnings += character_field_warnings(cast.characters, schema.records)
         if parsed.ok:
             warnings += _preset_warnings(parsed)
-        report.results.append(_world_store(parsed, cast, warnings))
+        report.results.append(_world_store(parsed, cast, schema, lore, warnings))
     for world in (
         World.objects.exclude(source_dir="")
         .exclude(world_id__in=list(seen))
@@ -151,9 +160,15 @@ def world_sync(*, dirs: Iterable[Path]) -> WorldSyncReport:
     return report
 
 
-def _world_store(parsed: WorldFile, cast: CharactersFile, warnings: list[Issue]) -> WorldSyncResult:
-    """Store one world; any error in world.yaml or characters.json keeps every last good value."""
-    all_errors = [*parsed.errors, *cast.errors]
+def _world_store(
+    parsed: WorldFile,
+    cast: CharactersFile,
+    schema: DataFile,
+    lore: DataFile,
+    warnings: list[Issue],
+) -> WorldSyncResult:
+    """Store one world; an error in any of its files keeps every last good value."""
+    all_errors = [*parsed.errors, *cast.errors, *schema.errors, *lore.errors]
     ok = not all_errors
     errors = [i.as_dict() for i in all_errors]
     warning_dicts = [i.as_dict() for i in warnings]
@@ -178,6 +193,8 @@ def _world_store(parsed: WorldFile, cast: CharactersFile, warnings: list[Issue])
                 "plugins": data.get("plugins", []),
                 "plugin_settings": data.get("pluginSettings", {}),
                 "characters": cast.characters,
+                "character_schema": schema.records,
+                "lorebook": lore.records,
             }
         elif created:
             wanted["name"] = parsed.world_id

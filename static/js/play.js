@@ -105,6 +105,21 @@
     // jobs are unfinished it also polls, which covers a stream that reconnects late.
     "runtime.deferred": () => refreshJobs(),
     "job-status.updated": () => refreshJobs(),
+    // A switch made elsewhere (another tab, the API, staff): show who the seat plays now.
+    "seat.changed": (p) => {
+      const section = document.querySelector(`[data-seat="${CSS.escape(String(p.seatId))}"]`);
+      if (!section) return;
+      const radios = [...section.querySelectorAll('input[name="current"]')];
+      const bound = p.characterIds || [];
+      if (radios.length !== bound.length || radios.some((r) => !bound.includes(r.value))) {
+        window.location.reload(); // characters were bound or unbound: the forms change shape
+        return;
+      }
+      const radio = radios.find((r) => r.value === p.currentCharacterId);
+      if (radio) radio.checked = true;
+      const name = section.querySelector(".seat-current");
+      if (name) name.textContent = radio ? radio.parentElement.textContent.trim() : "";
+    },
     "turn.failed": (p) => {
       if (state) state.textContent = `The turn failed: ${p.error}`;
     },
