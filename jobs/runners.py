@@ -156,8 +156,8 @@ def _session_and_package(
     """The session's status and the installed package's version, trust and state, in one query
     (plain SQL: it runs twice per job). None when the session is gone.
 
-    lock_session: FOR UPDATE OF the session row on PostgreSQL; SQLite has no row locks, and
-    the caller's transaction already holds its write lock."""
+    lock_session: lock the session row on PostgreSQL (FOR NO KEY UPDATE, as event_append
+    does); SQLite has no row locks, and the caller's transaction already holds its write lock."""
     from django.db import connection
 
     from catalogue.models import Package
@@ -169,8 +169,8 @@ def _session_and_package(
         f"SELECT {s.col('status')}, {p.col('version')}, {p.col('trust')}, {p.col('state')} "
         f"FROM {s} LEFT JOIN {p} ON {p.col('package_id')} = %s WHERE {s.col('id')} = %s"
     )
-    if lock_session and connection.features.has_select_for_update_of:
-        sql += " FOR UPDATE OF s"
+    if lock_session and connection.vendor == "postgresql":
+        sql += " FOR NO KEY UPDATE OF s"
     key = s.value("id", session_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, [package_id, key])

@@ -77,11 +77,24 @@ class SessionNotActive(SessionProblem):
 def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]) -> None:
     """Append one event with the next seq.
 
-    One statement (INSERT ... SELECT MAX(seq) + 1): events are written on every job transition,
-    so a round trip saved here is saved many times. Two writers racing for the same seq do not
-    fail: ON CONFLICT DO NOTHING leaves the loser with no row (and its transaction intact), and it
+    One INSERT ... SELECT MAX(seq) + 1: events are written on every job transition, so a round
+    trip saved here is saved many times. Two writers racing for the same seq do not fail:
+    ON CONFLICT DO NOTHING leaves the loser with no row (and its transaction intact), and it
     simply tries the next seq. On SQLite writers are serialised, so the race cannot happen there.
+
+    On PostgreSQL the session row is locked first (FOR NO KEY UPDATE, held to the end of the
+    transaction). Without it, a writer whose uncommitted event holds seq N in the unique index
+    and who then waits for the session row (a turn's or a job's commit holds it) deadlocks with
+    that commit's own event, which waits to learn whether seq N is taken. Taking the session
+    row before writing an event, as every commit does, leaves no cycle.
     """
+    if connection.vendor == "postgresql":
+        sessions = Table(Session)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT 1 FROM {sessions} WHERE {sessions.col('id')} = %s FOR NO KEY UPDATE",
+                [sessions.value("id", session_id)],
+            )
     events = Table(SessionEvent)
     col = events.col
     sql = (

@@ -231,6 +231,66 @@ def test_the_commit_rechecks_staleness_under_the_session_row_lock(db, alice, tmp
     assert len(checks) == 2  # after the claim, and in the commit
     claim_check, commit_check = checks
     assert committing < commit_check < turn_insert
-    locked = "FOR UPDATE OF s" in sql[commit_check]
+    locked = "FOR NO KEY UPDATE OF s" in sql[commit_check]
     assert locked == (connection.vendor == "postgresql")
     assert "FOR UPDATE" not in sql[claim_check]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_written_while_a_commit_holds_the_session_row_waits_instead_of_deadlocking(
+    file_database, alice, tmp_path
+):
+    """A turn's or a job's commit locks the session row, then writes its events. Another writer
+    (a job starting, a cancel) that appends an event meanwhile must wait for that commit, not
+    hold a seq in the unique index and deadlock with it (PostgreSQL detected exactly that when
+    two workers ran jobs of one session)."""
+    import threading
+    import time
+
+    from django.db import connections, transaction
+
+    from sessions.models import Session
+    from sessions.services import event_append
+
+    session = detached_session(alice, tmp_path)
+    start = last_seq(session)
+    holding = threading.Event()
+    problems: list[BaseException] = []
+
+    def commit_holding_the_row() -> None:
+        try:
+            with transaction.atomic():
+                Session.objects.select_for_update().get(pk=session.pk)
+                holding.set()
+                time.sleep(0.5)  # the other writer arrives while the row is held
+                event_append(session_id=session.pk, type="test.commit", payload={})
+        except BaseException as exc:  # reported below
+            problems.append(exc)
+        finally:
+            connections.close_all()
+
+    def other_writer() -> None:
+        try:
+            holding.wait(10)
+            with transaction.atomic():
+                event_append(session_id=session.pk, type="test.other", payload={})
+        except BaseException as exc:  # reported below
+            problems.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [
+        threading.Thread(target=commit_holding_the_row),
+        threading.Thread(target=other_writer),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert problems == []
+    rows = list(
+        SessionEvent.objects.filter(session=session, seq__gt=start)
+        .order_by("seq")
+        .values_list("seq", "type")
+    )
+    assert rows == [(start + 1, "test.commit"), (start + 2, "test.other")]
