@@ -77,48 +77,53 @@ class SessionNotActive(SessionProblem):
 def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]) -> None:
     """Append one event with the next seq.
 
-    One INSERT ... SELECT MAX(seq) + 1: events are written on every job transition, so a round
-    trip saved here is saved many times. Two writers racing for the same seq do not fail:
-    ON CONFLICT DO NOTHING leaves the loser with no row (and its transaction intact), and it
-    simply tries the next seq. On SQLite writers are serialised, so the race cannot happen there.
+    One statement, INSERT ... SELECT MAX(seq) + 1: events are written on every job transition,
+    so a round trip saved here is saved many times. Two writers racing for the same seq do not
+    fail: ON CONFLICT DO NOTHING leaves the loser with no row (and its transaction intact), and
+    it simply tries again. On SQLite writers are serialised, so the race cannot happen there.
 
-    On PostgreSQL the session row is locked first (FOR NO KEY UPDATE, held to the end of the
-    transaction). Without it, a writer whose uncommitted event holds seq N in the unique index
-    and who then waits for the session row (a turn's or a job's commit holds it) deadlocks with
-    that commit's own event, which waits to learn whether seq N is taken. Taking the session
-    row before writing an event, as every commit does, leaves no cycle.
+    On PostgreSQL the same statement first locks the session row (FOR NO KEY UPDATE, held to the
+    end of the transaction). Without it, a writer whose uncommitted event holds seq N in the
+    unique index and who then waits for the session row (a turn's or a job's commit holds it)
+    deadlocks with that commit's own event, which waits to learn whether seq N is taken. Taking
+    the session row before writing an event, as every commit does, leaves no cycle. (A writer
+    that had to wait for the lock still reads MAX(seq) as of the start of its statement, so its
+    first try may collide and it tries once more.)
     """
-    if connection.vendor == "postgresql":
-        sessions = Table(Session)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT 1 FROM {sessions} WHERE {sessions.col('id')} = %s FOR NO KEY UPDATE",
-                [sessions.value("id", session_id)],
-            )
     events = Table(SessionEvent)
     col = events.col
-    sql = (
-        f"INSERT INTO {events} ({col('session')}, {col('seq')}, {col('type')}, "
-        f"{col('payload')}, {col('created_at')}) "
-        f"SELECT %s, COALESCE(MAX({col('seq')}), 0) + 1, %s, %s, %s FROM {events} "
-        f"WHERE {col('session')} = %s "
-        f"ON CONFLICT ({col('session')}, {col('seq')}) DO NOTHING"
-    )
+    columns = ", ".join(col(name) for name in ("session", "seq", "type", "payload", "created_at"))
+    last = f"SELECT MAX({col('seq')}) FROM {events} WHERE {col('session')} = %s"
+    if connection.vendor == "postgresql":
+        sessions = Table(Session)
+        sql = (
+            f"WITH locked AS (SELECT {sessions.col('id')} FROM {sessions} "
+            f"WHERE {sessions.col('id')} = %s FOR NO KEY UPDATE) "
+            f"INSERT INTO {events} ({columns}) "
+            f"SELECT %s, COALESCE(({last}), 0) + 1, %s, %s, %s FROM locked "
+            f"ON CONFLICT ({col('session')}, {col('seq')}) DO NOTHING"
+        )
+    else:
+        sql = (
+            f"INSERT INTO {events} ({columns}) "
+            f"SELECT %s, COALESCE(({last}), 0) + 1, %s, %s, %s "
+            f"WHERE 1 ON CONFLICT ({col('session')}, {col('seq')}) DO NOTHING"
+        )
     session = events.value("session", session_id)
-    params = [
-        session,
-        type,
+    values = [
         events.value("payload", dict(payload)),
         events.value("created_at", timezone.now()),
-        session,
     ]
+    if connection.vendor == "postgresql":
+        params = [session, session, session, type, *values]
+    else:
+        params = [session, session, type, *values]
     for _attempt in range(50):
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             if cursor.rowcount == 1:
-                break
-    else:
-        raise SessionProblem("could not append a session event", code="event_conflict")
+                return
+    raise SessionProblem("could not append a session event", code="event_conflict")
 
 
 # ------------------------------------------------------------------ resolution and creation
