@@ -324,7 +324,11 @@ def seat_update(
     `seat.changed` on the session stream when something changed.
     """
     with transaction.atomic():
-        row = Session.objects.select_for_update().only("id", "status", "seats").get(pk=session.pk)
+        row = (
+            Session.objects.select_for_update(no_key=True)
+            .only("id", "status", "seats")
+            .get(pk=session.pk)
+        )
         if row.status == Session.Status.ENDED:
             raise SessionProblem("an ended session cannot change its seats", code="session_ended")
         seats = [dict(s) for s in row.seats or []]
@@ -413,7 +417,7 @@ def session_lock_acquire(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECON
     while True:
         with transaction.atomic():
             row = (
-                Session.objects.select_for_update()
+                Session.objects.select_for_update(no_key=True)
                 .only("id", "lock_token", "lock_expires")
                 .filter(pk=session_id)
                 .first()

@@ -709,7 +709,9 @@ class TurnExecutor:
         # No savepoint inside a caller's transaction (a job's commit): a failure here rolls
         # that whole transaction back anyway.
         with transaction.atomic(savepoint=False):
-            session = Session.objects.select_for_update().get(pk=self.session.pk)
+            # NO KEY UPDATE, the mode every session-row lock here takes (event appends included):
+            # it leaves other transactions' foreign-key checks free, so none can deadlock on it.
+            session = Session.objects.select_for_update(no_key=True).get(pk=self.session.pk)
             # A background commit holds the row lock only: it never waits for a player's turn,
             # and a stored value it moves is exactly what that turn's commit re-checks.
             if self.token is not None and session.lock_token != self.token:

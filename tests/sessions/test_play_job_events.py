@@ -234,6 +234,13 @@ def test_the_commit_rechecks_staleness_under_the_session_row_lock(db, alice, tmp
     locked = "FOR NO KEY UPDATE OF s" in sql[commit_check]
     assert locked == (connection.vendor == "postgresql")
     assert "FOR UPDATE" not in sql[claim_check]
+    # Every lock on the session row takes the one mode, NO KEY UPDATE: a stronger one (FOR
+    # UPDATE) would wait for other transactions' foreign-key checks while they wait for it.
+    session_locks = [q for q in sql if '"play_session"' in q and "FOR " in q and "UPDATE" in q]
+    if connection.vendor == "postgresql":
+        assert session_locks and all("FOR NO KEY UPDATE" in q for q in session_locks)
+    else:
+        assert session_locks == []  # SQLite: the transaction's write lock does it
 
 
 @pytest.mark.django_db(transaction=True)
