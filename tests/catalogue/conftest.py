@@ -226,3 +226,34 @@ def make_result() -> Callable[..., LoadResult]:
 @pytest.fixture
 def rich_data() -> dict[str, Any]:
     return json.loads(json.dumps(RICH))
+
+
+@pytest.fixture
+def add(tmp_path: Path, make_result: Callable[..., LoadResult]) -> Callable[..., Any]:
+    """add(package_id, data=None, body="", errors=()): index a package from the fake loader
+    result (a JSON-shaped manifest, the body as given) as a bundled one."""
+    from catalogue.services import package_index
+
+    def add(package_id: str, data: dict | None = None, body: str = "", errors: Any = ()) -> Any:
+        data = {"description": f"About {package_id}.", **(data or {})}
+        return package_index(
+            result=make_result(tmp_path / package_id, data, errors=errors, body=body),
+            source="bundled",
+            content_hash="0" * 64,
+            host_version="0.1.0",
+        )
+
+    return add
+
+
+@pytest.fixture
+def bundled(real_plugin_dirs: PluginDirs) -> Any:
+    """The repository's bundled plugins, read by the real loader and indexed."""
+    from django.conf import settings as django_settings
+
+    from catalogue.services import packages_sync
+
+    django_settings.COVEL_BUNDLED_PLUGINS_DIR = Path(django_settings.BASE_DIR) / "plugins"
+    summary = packages_sync()
+    assert not summary.invalid, summary.invalid
+    return summary

@@ -7,16 +7,12 @@ Personas: the anonymous visitor reads every card; nothing here needs a login.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from django.conf import settings as django_settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalogue.manifest.types import Issue
 from catalogue.selectors import package_declarations, package_get
-from catalogue.services import package_index, packages_sync
 
 pytestmark = pytest.mark.django_db
 
@@ -32,29 +28,6 @@ SECTIONS = (
     "contractSchemas",
     "worldContent",
 )
-
-
-@pytest.fixture
-def add(tmp_path, make_result):
-    def add(package_id, data=None, body="", errors=()):
-        data = {"description": f"About {package_id}.", **(data or {})}
-        return package_index(
-            result=make_result(tmp_path / package_id, data, errors=errors, body=body),
-            source="bundled",
-            content_hash="0" * 64,
-            host_version="0.1.0",
-        )
-
-    return add
-
-
-@pytest.fixture
-def bundled(real_plugin_dirs):
-    """The repository's bundled plugins, read by the real loader."""
-    django_settings.COVEL_BUNDLED_PLUGINS_DIR = Path(django_settings.BASE_DIR) / "plugins"
-    summary = packages_sync()
-    assert not summary.invalid, summary.invalid
-    return summary
 
 
 def card_of(client, package_id: str) -> dict:

@@ -293,4 +293,9 @@ def test_the_admin_shows_the_index_read_only(admin_client, add, rich_data):
     response = admin_client.get(f"/admin/catalogue/package/{package.pk}/change/")
     assert response.status_code == 200 and b"cost:llm" in response.content
     assert admin_client.get("/admin/catalogue/package/add/").status_code == 403
-    assert admin_client.post(f"/admin/catalogue/package/{package.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(
+            f"/admin/catalogue/package/{package.pk}/delete/", {"post": "yes"}
+        ).status_code
+        == 403
+    )

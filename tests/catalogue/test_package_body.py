@@ -16,26 +16,12 @@ from django.conf import settings as django_settings
 
 from catalogue.manifest.types import Issue
 from catalogue.models import Package
-from catalogue.services import package_index, packages_sync
+from catalogue.services import packages_sync
 
 pytestmark = pytest.mark.django_db
 
 EVIL = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
-
-
-@pytest.fixture
-def add(tmp_path, make_result):
-    def add(package_id, data=None, body="", errors=()):
-        data = {"description": f"About {package_id}.", **(data or {})}
-        return package_index(
-            result=make_result(tmp_path / package_id, data, errors=errors, body=body),
-            source="bundled",
-            content_hash="0" * 64,
-            host_version="0.1.0",
-        )
-
-    return add
 
 
 def prompt_section(client, package_id: str) -> str:
