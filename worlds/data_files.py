@@ -15,16 +15,25 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
 from catalogue.manifest.types import Issue
-from worlds.world_file import ID_RE
+from worlds.characters_file import CHARACTERS_FILE
+from worlds.file_checks import (
+    UNREAD,
+    Report,
+    Verdict,
+    check_id,
+    check_text,
+    distinct_texts,
+    load_file,
+    load_yaml,
+    pointer,
+    read_records,
+    warn_unknown_keys,
+)
 
 LOREBOOK_FILE = "data/lorebook.yaml"
 WORLD_DATA_FILE = "data/world.data.yaml"
@@ -51,81 +60,12 @@ OPTIONS_MAX = 100
 OPTION_MAX = 200
 ATTRIBUTES_MAX = 200
 
-FILE_MAX_BYTES = 1_000_000
-
-Report = Callable[[str, str, str], None]
-
 
 @dataclass
-class DataFile:
+class DataFile(Verdict):
     """The verdict on one optional data file (no file: no records, no errors)."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[Issue] = field(default_factory=list)
-    warnings: list[Issue] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-def _pointer(*parts: str | int) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-_MISSING = object()
-
-
-def _load_yaml(folder: Path, relative: str, error: Report) -> Any:
-    """The parsed document, or _MISSING when the file is absent or unreadable (reported)."""
-    try:
-        raw_bytes = (folder / relative).read_bytes()
-    except FileNotFoundError:
-        return _MISSING
-    except OSError as exc:
-        error("", "unreadable", f"cannot read {relative}: {exc.strerror}")
-        return _MISSING
-    if len(raw_bytes) > FILE_MAX_BYTES:
-        error("", "too-large", f"is {len(raw_bytes)} bytes; at most {FILE_MAX_BYTES} are read")
-        return _MISSING
-    try:
-        return YAML(typ="safe", pure=True).load(raw_bytes.decode("utf-8"))
-    except UnicodeDecodeError:
-        error("", "not-utf8", "is not UTF-8 text")
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        error("", "yaml-syntax", f"is not valid YAML{where}: {exc.problem or exc.context}")
-    except YAMLError as exc:
-        error("", "yaml-syntax", f"is not valid YAML: {exc}")
-    return _MISSING
-
-
-def _reporters(result: DataFile, file: str) -> tuple[Report, Report]:
-    def error(path: str, code: str, message: str) -> None:
-        result.errors.append(Issue(file, path, code, message))
-
-    def warning(path: str, code: str, message: str) -> None:
-        result.warnings.append(Issue(file, path, code, message))
-
-    return error, warning
-
-
-def _text(
-    value: Any, where: str, name: str, limit: int, error: Report, *, required: bool
-) -> str | None:
-    """A stripped string within `limit`, or None (reported) when it does not fit."""
-    if value is None:
-        if required:
-            error(where, "required", f"{name} is required")
-        return None
-    if not isinstance(value, str) or (required and not value.strip()):
-        error(where, "type", f"{name} must be a {'non-empty ' if required else ''}string")
-        return None
-    if len(value.strip()) > limit:
-        error(where, "too-long", f"{name} must be at most {limit} characters")
-        return None
-    return value.strip()
 
 
 # ------------------------------------------------------------------ data/lorebook.yaml
@@ -134,22 +74,19 @@ def _text(
 def read_lorebook(folder: Path) -> DataFile:
     """Parse and validate <folder>/data/lorebook.yaml: a list of {id, title, keys, text}."""
     result = DataFile()
-    error, warning = _reporters(result, LOREBOOK_FILE)
-    doc = _load_yaml(folder, LOREBOOK_FILE, error)
-    if doc is _MISSING or doc is None:  # absent, unreadable, or an empty file
+    error, warning = result.reporters(LOREBOOK_FILE)
+    doc = load_file(folder, LOREBOOK_FILE, error, parse=load_yaml)
+    if doc is UNREAD or doc is None:  # absent, unreadable, or an empty file
         return result
-    if not isinstance(doc, list):
-        error("", "not-a-list", "must be a YAML list of lore entries (id, title, keys, text)")
-        return result
-    if len(doc) > ENTRIES_MAX:
-        error("", "too-many", f"has {len(doc)} entries; at most {ENTRIES_MAX}")
-        return result
-    seen: dict[str, int] = {}
-    entries = []
-    for i, item in enumerate(doc):
-        entry = _read_entry(item, i, seen, error, warning)
-        if entry is not None:
-            entries.append(entry)
+    entries = read_records(
+        doc,
+        _read_entry,
+        error,
+        warning,
+        not_a_list=("not-a-list", "must be a YAML list of lore entries (id, title, keys, text)"),
+        limit=ENTRIES_MAX,
+        plural="entries",
+    )
     if not result.errors:
         result.records = entries
     return result
@@ -158,42 +95,21 @@ def read_lorebook(folder: Path) -> DataFile:
 def _read_entry(
     item: Any, i: int, seen: dict[str, int], error: Report, warning: Report
 ) -> dict[str, Any] | None:
-    where = _pointer(i)
+    where = pointer(i)
     if not isinstance(item, dict):
         error(where, "type", "a lore entry must be a mapping with id, title and text")
         return None
-    for key in item:
-        if key not in ENTRY_KEYS:
-            # Left out of the entry; flagged so a typo ("titel") shows.
-            warning(
-                where + _pointer(str(key)), "unknown-field", f"unknown entry key {key!r} is ignored"
-            )
-    ok = True
+    # Unknown keys are left out of the entry; flagged so a typo ("titel") shows.
+    warn_unknown_keys(item, ENTRY_KEYS, where, warning, noun="entry")
     entry_id = item.get("id")
-    if entry_id is None:
-        error(where + "/id", "required", "id is required")
-        ok = False
-    elif not isinstance(entry_id, str) or not ID_RE.match(entry_id):
-        error(
-            where + "/id",
-            "bad-id",
-            f"{entry_id!r} is not an entry ID (lowercase letters, digits and hyphens)",
-        )
-        ok = False
-    elif len(entry_id) > ENTRY_ID_MAX:
-        error(where + "/id", "too-long", f"id must be at most {ENTRY_ID_MAX} characters")
-        ok = False
-    elif entry_id in seen:
-        error(
-            where + "/id", "duplicate", f"id {entry_id!r} is already used by entry {seen[entry_id]}"
-        )
-        ok = False
-    else:
-        seen[entry_id] = i
-
-    title = _text(item.get("title"), where + "/title", "title", TITLE_MAX, error, required=True)
-    text = _text(item.get("text"), where + "/text", "text", TEXT_MAX, error, required=True)
-    ok = ok and title is not None and text is not None
+    ok = check_id(
+        entry_id, where + "/id", error, index=i, seen=seen, noun="entry", limit=ENTRY_ID_MAX
+    )
+    title = check_text(
+        item.get("title"), where + "/title", "title", TITLE_MAX, error, required=True
+    )
+    body = check_text(item.get("text"), where + "/text", "text", TEXT_MAX, error, required=True)
+    ok = ok and title is not None and body is not None
 
     keys: list[str] = []
     raw_keys = item.get("keys", [])
@@ -204,18 +120,11 @@ def _read_entry(
         error(where + "/keys", "too-many", f"keys has {len(raw_keys)} entries; at most {KEYS_MAX}")
         ok = False
     else:
-        for k, key in enumerate(raw_keys):
-            clean = _text(key, where + _pointer("keys", k), "a key", KEY_MAX, error, required=True)
-            if clean is None:
-                ok = False
-            elif clean in keys:
-                error(where + _pointer("keys", k), "duplicate", f"key {clean!r} is listed twice")
-                ok = False
-            else:
-                keys.append(clean)
+        keys, all_fit = distinct_texts(raw_keys, where + "/keys", "key", KEY_MAX, error)
+        ok = ok and all_fit
     if not ok:
         return None
-    return {"id": entry_id, "title": title, "keys": keys, "text": text}
+    return {"id": entry_id, "title": title, "keys": keys, "text": body}
 
 
 # ------------------------------------------------------------------ characterSchema
@@ -224,35 +133,28 @@ def _read_entry(
 def read_character_schema(folder: Path) -> DataFile:
     """Parse <folder>/data/world.data.yaml and validate its `characterSchema` (a list)."""
     result = DataFile()
-    error, warning = _reporters(result, WORLD_DATA_FILE)
-    doc = _load_yaml(folder, WORLD_DATA_FILE, error)
-    if doc is _MISSING or doc is None:
+    error, warning = result.reporters(WORLD_DATA_FILE)
+    doc = load_file(folder, WORLD_DATA_FILE, error, parse=load_yaml)
+    if doc is UNREAD or doc is None:
         return result
     if not isinstance(doc, dict):
         error("", "not-a-mapping", "must be a mapping of keys (characterSchema, ...)")
         return result
-    for key in doc:
-        if key not in WORLD_DATA_KEYS:
-            warning(_pointer(str(key)), "unknown-field", f"unknown key {key!r} is ignored")
+    warn_unknown_keys(doc, WORLD_DATA_KEYS, "", warning)
     schema = doc.get("characterSchema")
     if schema is None:
         return result
-    if not isinstance(schema, list):
-        error("/characterSchema", "type", "characterSchema must be a list of attributes")
-        return result
-    if len(schema) > ATTRIBUTES_MAX:
-        error(
-            "/characterSchema",
-            "too-many",
-            f"characterSchema has {len(schema)} attributes; at most {ATTRIBUTES_MAX}",
-        )
-        return result
-    seen: dict[str, int] = {}
-    attributes = []
-    for i, item in enumerate(schema):
-        attribute = _read_attribute(item, i, seen, error, warning)
-        if attribute is not None:
-            attributes.append(attribute)
+    attributes = read_records(
+        schema,
+        _read_attribute,
+        error,
+        warning,
+        not_a_list=("type", "characterSchema must be a list of attributes"),
+        limit=ATTRIBUTES_MAX,
+        plural="attributes",
+        where="/characterSchema",
+        name="characterSchema",
+    )
     if not result.errors:
         result.records = attributes
     return result
@@ -266,41 +168,23 @@ def _is_number(value: Any) -> bool:
 def _read_attribute(
     item: Any, i: int, seen: dict[str, int], error: Report, warning: Report
 ) -> dict[str, Any] | None:
-    where = _pointer("characterSchema", i)
+    where = pointer("characterSchema", i)
     if not isinstance(item, dict):
         error(where, "type", "an attribute must be a mapping with id and type")
         return None
-    for key in item:
-        if key not in ATTRIBUTE_KEYS:
-            warning(
-                where + _pointer(str(key)),
-                "unknown-field",
-                f"unknown attribute key {key!r} is ignored",
-            )
-    ok = True
+    warn_unknown_keys(item, ATTRIBUTE_KEYS, where, warning, noun="attribute")
     attribute_id = item.get("id")
-    if attribute_id is None:
-        error(where + "/id", "required", "id is required")
-        ok = False
-    elif not isinstance(attribute_id, str) or not ATTRIBUTE_ID_RE.match(attribute_id):
-        error(
-            where + "/id",
-            "bad-id",
-            f"{attribute_id!r} is not an attribute ID (a letter, then letters, digits, _ or -)",
-        )
-        ok = False
-    elif len(attribute_id) > ATTRIBUTE_ID_MAX:
-        error(where + "/id", "too-long", f"id must be at most {ATTRIBUTE_ID_MAX} characters")
-        ok = False
-    elif attribute_id in seen:
-        error(
-            where + "/id",
-            "duplicate",
-            f"id {attribute_id!r} is already used by attribute {seen[attribute_id]}",
-        )
-        ok = False
-    else:
-        seen[attribute_id] = i
+    ok = check_id(
+        attribute_id,
+        where + "/id",
+        error,
+        index=i,
+        seen=seen,
+        noun="attribute",
+        limit=ATTRIBUTE_ID_MAX,
+        pattern=ATTRIBUTE_ID_RE,
+        hint="a letter, then letters, digits, _ or -",
+    )
 
     kind = item.get("type")
     if kind is None:
@@ -315,12 +199,12 @@ def _read_attribute(
         ok = False
         kind = None
 
-    name = _text(
+    name = check_text(
         item.get("name"), where + "/name", "name", ATTRIBUTE_NAME_MAX, error, required=False
     )
     if item.get("name") is not None and name is None:
         ok = False
-    description = _text(
+    description = check_text(
         item.get("description"),
         where + "/description",
         "description",
@@ -365,16 +249,8 @@ def _read_attribute(
             error(where + "/options", "too-many", f"options has {len(raw)}; at most {OPTIONS_MAX}")
             ok = False
         else:
-            for k, option in enumerate(raw):
-                at = where + _pointer("options", k)
-                clean = _text(option, at, "an option", OPTION_MAX, error, required=True)
-                if clean is None:
-                    ok = False
-                elif clean in options:
-                    error(at, "duplicate", f"option {clean!r} is listed twice")
-                    ok = False
-                else:
-                    options.append(clean)
+            options, all_fit = distinct_texts(raw, where + "/options", "option", OPTION_MAX, error)
+            ok = ok and all_fit
     elif kind == "enum":
         error(where + "/options", "required", "an enum attribute needs options")
         ok = False
@@ -465,8 +341,8 @@ def character_field_warnings(
                 code, message = problem
                 issues.append(
                     Issue(
-                        "characters/characters.json",
-                        _pointer(i, "fields", key),
+                        CHARACTERS_FILE,
+                        pointer(i, "fields", key),
                         f"field-{code}",
                         f"{character.get('id')}.{key}: " + message.replace("default", "value", 1),
                     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,111 +18,72 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
+from ruamel.yaml.error import CommentMark
 from ruamel.yaml.tokens import CommentToken
 
-from catalogue.manifest.types import Issue
+from worlds.file_checks import (
+    ID_HINT,
+    ID_RE,
+    UNREAD,
+    Report,
+    Verdict,
+    check_text,
+    load_yaml,
+    pointer,
+    read_bytes,
+    warn_unknown_keys,
+)
 
 WORLD_FILE = "world.yaml"
-ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 KNOWN_KEYS = ("id", "name", "description", "version", "author", "plugins", "pluginSettings")
 AUTHOR_KEYS = ("name", "url", "about", "links")
 NAME_MAX = 200
 DESCRIPTION_MAX = 5_000
 ABOUT_MAX = 2_000
 LINKS_MAX = 6
-# A world file is hand-written text; anything bigger is a mistake, not a world.
-FILE_MAX_BYTES = 1_000_000
 
 
 @dataclass
-class WorldFile:
+class WorldFile(Verdict):
     """The verdict on one world folder."""
 
     world_id: str
     path: str
     data: dict[str, Any] = field(default_factory=dict)
-    errors: list[Issue] = field(default_factory=list)
-    warnings: list[Issue] = field(default_factory=list)
     content_hash: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-def _pointer(*parts: str | int) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def read_world(folder: Path) -> WorldFile:
     """Parse and validate <folder>/world.yaml; the world's id is the folder's name."""
     result = WorldFile(world_id=folder.name, path=str(folder))
-
-    def error(path: str, code: str, message: str) -> None:
-        result.errors.append(Issue(WORLD_FILE, path, code, message))
-
-    def warning(path: str, code: str, message: str) -> None:
-        result.warnings.append(Issue(WORLD_FILE, path, code, message))
-
+    error, warning = result.reporters(WORLD_FILE)
     if not ID_RE.match(folder.name):
-        error(
-            "",
-            "bad-id",
-            f"folder name {folder.name!r} is not a world ID (lowercase letters, digits and hyphens)",
-        )
-    file = folder / WORLD_FILE
-    try:
-        raw_bytes = file.read_bytes()
-    except FileNotFoundError:
-        error("", "missing-file", f"{folder.name}/{WORLD_FILE} does not exist")
-        return result
-    except OSError as exc:
-        error("", "unreadable", f"cannot read {folder.name}/{WORLD_FILE}: {exc.strerror}")
+        error("", "bad-id", f"folder name {folder.name!r} is not a world ID ({ID_HINT})")
+    shown_as = f"{folder.name}/{WORLD_FILE}"
+    raw_bytes = read_bytes(folder / WORLD_FILE, shown_as, error, required=True)
+    if raw_bytes is None:
         return result
     result.content_hash = hashlib.sha256(raw_bytes).hexdigest()
-    if len(raw_bytes) > FILE_MAX_BYTES:
-        error("", "too-large", f"is {len(raw_bytes)} bytes; at most {FILE_MAX_BYTES} are read")
-        return result
-    try:
-        text = raw_bytes.decode("utf-8")
-        doc = YAML(typ="safe", pure=True).load(text)
-    except UnicodeDecodeError:
-        error("", "not-utf8", "is not UTF-8 text")
-        return result
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        error("", "yaml-syntax", f"is not valid YAML{where}: {exc.problem or exc.context}")
-        return result
-    except YAMLError as exc:
-        error("", "yaml-syntax", f"is not valid YAML: {exc}")
+    doc = load_yaml(raw_bytes, error)
+    if doc is UNREAD:
         return result
     if not isinstance(doc, dict):
         error("", "not-a-mapping", "must be a mapping of keys (name, description, ...)")
         return result
 
-    for key in doc:
-        if key not in KNOWN_KEYS:
-            # Kept (and preserved on write) so newer tools can add keys; flagged so typos show.
-            warning(_pointer(str(key)), "unknown-field", f"unknown key {key!r} is ignored")
+    # Unknown keys are kept (and preserved on write) so newer tools can add keys.
+    warn_unknown_keys(doc, KNOWN_KEYS, "", warning)
 
     if "id" in doc and doc["id"] != folder.name:
         error("/id", "id-mismatch", f"id {doc['id']!r} must equal the folder name {folder.name!r}")
 
     data: dict[str, Any] = {}
-    for key, limit, required in (("name", NAME_MAX, True), ("description", DESCRIPTION_MAX, True)):
-        value = doc.get(key)
-        if value is None:
-            if required:
-                error(_pointer(key), "required", f"{key} is required")
-            continue
-        if not isinstance(value, str) or not value.strip():
-            error(_pointer(key), "type", f"{key} must be a non-empty string")
-        elif len(value) > limit:
-            error(_pointer(key), "too-long", f"{key} must be at most {limit} characters")
-        else:
-            data[key] = value.strip()
+    for key, limit in (("name", NAME_MAX), ("description", DESCRIPTION_MAX)):
+        value = check_text(
+            doc.get(key), pointer(key), key, limit, error, required=True, limit_counts_spaces=True
+        )
+        if value is not None:
+            data[key] = value
     if "version" in doc:
         if isinstance(doc["version"], str | int | float) and not isinstance(doc["version"], bool):
             data["version"] = str(doc["version"])
@@ -136,7 +96,7 @@ def read_world(folder: Path) -> WorldFile:
     for plugin_id in data["pluginSettings"]:
         if plugin_id not in data["plugins"]:
             warning(
-                _pointer("pluginSettings", plugin_id),
+                pointer("pluginSettings", plugin_id),
                 "plugin-not-listed",
                 f"presets for {plugin_id!r}, which is not in plugins",
             )
@@ -148,7 +108,7 @@ def _https(value: Any) -> bool:
     return isinstance(value, str) and value.startswith("https://") and len(value) > len("https://")
 
 
-def _read_author(value: Any, error: Any) -> dict[str, Any] | None:
+def _read_author(value: Any, error: Report) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -157,7 +117,7 @@ def _read_author(value: Any, error: Any) -> dict[str, Any] | None:
     author: dict[str, Any] = {}
     for key in value:
         if key not in AUTHOR_KEYS:
-            error(_pointer("author", str(key)), "unknown-field", f"unknown author key {key!r}")
+            error(pointer("author", str(key)), "unknown-field", f"unknown author key {key!r}")
     name = value.get("name")
     if not isinstance(name, str) or not name.strip():
         error("/author/name", "required", "author.name is required and must be a non-empty string")
@@ -191,7 +151,7 @@ def _read_author(value: Any, error: Any) -> dict[str, Any] | None:
                 )
             author["links"] = []
             for i, link in enumerate(links[:LINKS_MAX]):
-                where = _pointer("author", "links", i)
+                where = pointer("author", "links", i)
                 if not isinstance(link, dict):
                     error(where, "type", "a link must be a mapping with label and url")
                     continue
@@ -206,14 +166,14 @@ def _read_author(value: Any, error: Any) -> dict[str, Any] | None:
                 for key in link:
                     if key not in ("label", "url"):
                         error(
-                            where + _pointer(str(key)), "unknown-field", f"unknown link key {key!r}"
+                            where + pointer(str(key)), "unknown-field", f"unknown link key {key!r}"
                         )
                 if ok:
                     author["links"].append({"label": label.strip(), "url": url})
     return author
 
 
-def _read_plugins(value: Any, error: Any) -> list[str]:
+def _read_plugins(value: Any, error: Report) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -222,15 +182,15 @@ def _read_plugins(value: Any, error: Any) -> list[str]:
     plugins: list[str] = []
     for i, item in enumerate(value):
         if not isinstance(item, str) or not ID_RE.match(item):
-            error(_pointer("plugins", i), "bad-id", f"{item!r} is not a package ID")
+            error(pointer("plugins", i), "bad-id", f"{item!r} is not a package ID")
         elif item in plugins:
-            error(_pointer("plugins", i), "duplicate", f"{item!r} is listed twice")
+            error(pointer("plugins", i), "duplicate", f"{item!r} is listed twice")
         else:
             plugins.append(item)
     return plugins
 
 
-def _read_plugin_settings(value: Any, error: Any) -> dict[str, dict[str, Any]]:
+def _read_plugin_settings(value: Any, error: Report) -> dict[str, dict[str, Any]]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -240,7 +200,7 @@ def _read_plugin_settings(value: Any, error: Any) -> dict[str, dict[str, Any]]:
         return {}
     presets: dict[str, dict[str, Any]] = {}
     for plugin_id, values in value.items():
-        where = _pointer("pluginSettings", str(plugin_id))
+        where = pointer("pluginSettings", str(plugin_id))
         if not isinstance(plugin_id, str) or not ID_RE.match(plugin_id):
             error(where, "bad-id", f"{plugin_id!r} is not a package ID")
             continue
@@ -252,7 +212,7 @@ def _read_plugin_settings(value: Any, error: Any) -> dict[str, dict[str, Any]]:
             continue
         clean: dict[str, Any] = {}
         for key, item in values.items():
-            item_where = where + _pointer(str(key))
+            item_where = where + pointer(str(key))
             if not isinstance(key, str):
                 error(item_where, "type", f"setting key {key!r} must be a string")
             elif item is None or isinstance(item, list | dict):
