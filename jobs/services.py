@@ -119,6 +119,20 @@ def worker_name() -> str:
 # --- The state machine ------------------------------------------------------------------------
 
 
+def _own_transition(
+    job: RuntimeJob, owner: str, from_state: str, to_state: str, **fields: Any
+) -> bool:
+    """A worker's transition of the job it holds: only while the lease is still its own."""
+    return job_transition(
+        job_pk=job.pk,
+        job=job,
+        from_state=from_state,
+        to_state=to_state,
+        lease_owner_is=owner,
+        **fields,
+    )
+
+
 def job_transition(
     *,
     job_pk: int,
@@ -422,6 +436,14 @@ def job_claim(*, job_pk: int, owner: str, now: datetime | None = None) -> str:
     return Claim.WAITING if state == S.QUEUED else Claim.LOST
 
 
+def _queue_deadline_error(job: RuntimeJob) -> str:
+    return f"the job waited in the queue longer than maxQueueMs ({job.max_queue_ms} ms)"
+
+
+def _execution_deadline_error(job: RuntimeJob) -> str:
+    return f"the job ran longer than maxExecutionMs ({effective_execution_ms(job)} ms)"
+
+
 def _queue_deadline_passed(job: RuntimeJob, now: datetime) -> bool:
     if job.max_queue_ms is None:
         return False
@@ -510,7 +532,7 @@ class _LeaseKeeper:
                 from_state=S.RUNNING,
                 to_state=S.TIMED_OUT,
                 reason=JobReason.EXECUTION_DEADLINE,
-                error=f"the job ran longer than maxExecutionMs ({effective_execution_ms(lease.job)} ms)",
+                error=_execution_deadline_error(lease.job),
                 lease_owner_is=lease.owner,
             )
             ctx.stop_event.set()
@@ -556,7 +578,7 @@ def job_execute(*, job_pk: int, owner: str | None = None) -> str:
             from_state=S.QUEUED,
             to_state=S.TIMED_OUT,
             reason=JobReason.QUEUE_DEADLINE,
-            error=f"the job waited in the queue longer than maxQueueMs ({job.max_queue_ms} ms)",
+            error=_queue_deadline_error(job),
         )
         return "timed_out"
     # Claim, staleness check and start are one transaction: a worker that dies before the job
@@ -599,48 +621,25 @@ def _claim_and_start(
     # What the claim wrote, without reading the row again.
     job.state, job.claimed_at, job.lease_owner = S.CLAIMED, now, owner
     if _queue_deadline_passed(job, now):
-        job_transition(
-            job_pk=job.pk,
-            job=job,
-            from_state=S.CLAIMED,
-            to_state=S.TIMED_OUT,
+        _own_transition(
+            job,
+            owner,
+            S.CLAIMED,
+            S.TIMED_OUT,
             reason=JobReason.QUEUE_DEADLINE,
-            error=f"the job waited in the queue longer than maxQueueMs ({job.max_queue_ms} ms)",
-            lease_owner_is=owner,
+            error=_queue_deadline_error(job),
         )
         return "timed_out", None
     stale = staleness_check(job)
     if stale is not None:
-        job_transition(
-            job_pk=job.pk,
-            job=job,
-            from_state=S.CLAIMED,
-            to_state=S.STALE,
-            reason=stale.reason,
-            error=stale.message,
-            lease_owner_is=owner,
-        )
+        _own_transition(job, owner, S.CLAIMED, S.STALE, reason=stale.reason, error=stale.message)
         return "stale", None
     try:
         runner = resolve_runner(job.runner)
     except RunnerNotFound as exc:
-        job_transition(
-            job_pk=job.pk,
-            job=job,
-            from_state=S.CLAIMED,
-            to_state=S.FAILED,
-            error=exc.message,
-            lease_owner_is=owner,
-        )
+        _own_transition(job, owner, S.CLAIMED, S.FAILED, error=exc.message)
         return "failed", None
-    if not job_transition(
-        job_pk=job.pk,
-        job=job,
-        from_state=S.CLAIMED,
-        to_state=S.RUNNING,
-        lease_owner_is=owner,
-        started_at=timezone.now(),
-    ):
+    if not _own_transition(job, owner, S.CLAIMED, S.RUNNING, started_at=timezone.now()):
         return "lost", None
     return S.RUNNING, runner
 
@@ -657,14 +656,7 @@ def _run_started(*, job: RuntimeJob, owner: str, runner: Callable[..., RunResult
             return _stopped(job=job, owner=owner, ctx=ctx, exc=exc)
         except Exception as exc:
             log.info("job %s failed: %s", job.pk, exc)
-            job_transition(
-                job_pk=job.pk,
-                job=job,
-                from_state=S.RUNNING,
-                to_state=S.FAILED,
-                error=_error_text(exc),
-                lease_owner_is=owner,
-            )
+            _own_transition(job, owner, S.RUNNING, S.FAILED, error=_error_text(exc))
             return "failed"
         if ctx.should_stop():
             return _stopped(job=job, owner=owner, ctx=ctx, exc=None)
@@ -685,25 +677,23 @@ def _stopped(*, job: RuntimeJob, owner: str, ctx: JobContext, exc: BaseException
     dropped in every case."""
     past_deadline = ctx.deadline is not None and time.monotonic() >= ctx.deadline
     if past_deadline or isinstance(exc, _soft_time_limit()):
-        job_transition(
-            job_pk=job.pk,
-            job=job,
-            from_state=S.RUNNING,
-            to_state=S.TIMED_OUT,
+        _own_transition(
+            job,
+            owner,
+            S.RUNNING,
+            S.TIMED_OUT,
             reason=JobReason.EXECUTION_DEADLINE,
-            error=f"the job ran longer than maxExecutionMs ({effective_execution_ms(job)} ms)",
-            lease_owner_is=owner,
+            error=_execution_deadline_error(job),
         )
         return "timed_out"
     if not ctx.stop_event.is_set():
         # Nobody asked it to stop (no cancel, no lost lease): the runner gave up on its own.
-        job_transition(
-            job_pk=job.pk,
-            job=job,
-            from_state=S.RUNNING,
-            to_state=S.FAILED,
+        _own_transition(
+            job,
+            owner,
+            S.RUNNING,
+            S.FAILED,
             error=_error_text(exc) if exc is not None else "the runner stopped early",
-            lease_owner_is=owner,
         )
         return "failed"
     return "stopped"
@@ -719,49 +709,23 @@ def _commit(*, job: RuntimeJob, owner: str, outcome: RunResult | None) -> str:
     result = outcome.result if isinstance(outcome, RunResult) else None
     try:
         with transaction.atomic():
-            if not job_transition(
-                job_pk=job.pk,
-                job=job,
-                from_state=S.RUNNING,
-                to_state=S.COMMITTING,
-                lease_owner_is=owner,
-            ):
+            if not _own_transition(job, owner, S.RUNNING, S.COMMITTING):
                 return "stopped"  # timed out, cancelled or reaped while the runner finished
             # Re-checked inside the commit, under the session row lock: a session ended or an
             # approval revoked while the job ran still wins.
             stale = staleness_check(job, lock_session=True)
             if stale is not None:
-                job_transition(
-                    job_pk=job.pk,
-                    job=job,
-                    from_state=S.COMMITTING,
-                    to_state=S.STALE,
-                    reason=stale.reason,
-                    error=stale.message,
-                    lease_owner_is=owner,
+                _own_transition(
+                    job, owner, S.COMMITTING, S.STALE, reason=stale.reason, error=stale.message
                 )
                 return "stale"
             if isinstance(outcome, RunResult) and outcome.commit is not None:
                 outcome.commit()
             # Cannot miss: this transaction has held the row since it set `committing`.
-            job_transition(
-                job_pk=job.pk,
-                job=job,
-                from_state=S.COMMITTING,
-                to_state=S.SUCCEEDED,
-                lease_owner_is=owner,
-                result=result,
-            )
+            _own_transition(job, owner, S.COMMITTING, S.SUCCEEDED, result=result)
     except Exception as exc:
         log.info("job %s failed to commit: %s", job.pk, exc)
-        job_transition(
-            job_pk=job.pk,
-            job=job,
-            from_state=S.RUNNING,
-            to_state=S.FAILED,
-            error=_error_text(exc),
-            lease_owner_is=owner,
-        )
+        _own_transition(job, owner, S.RUNNING, S.FAILED, error=_error_text(exc))
         return "failed"
     return "succeeded"
 
