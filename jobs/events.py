@@ -22,23 +22,42 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment is not None else None
 
 
-def job_payload(job: RuntimeJob) -> dict[str, Any]:
-    """The job as the API shows it."""
+def _identity(job: RuntimeJob) -> dict[str, Any]:
+    """Which job, of which session, plugin, runtime and turn: every payload starts so."""
     return {
         "jobId": str(job.job_id),
         "sessionId": str(job.session_id),
         "pluginId": job.plugin_id,
         "runtimeId": job.runtime_id,
         "sourceTurnId": job.source_turn or None,
+    }
+
+
+def _status(job: RuntimeJob) -> dict[str, Any]:
+    return {
         "state": job.state,
         "reason": job.reason or None,
         "error": job.error or None,
         "attempt": job.attempt,
         "retryOf": str(job.retry_of.job_id) if job.retry_of_id and job.retry_of else None,
         "settle": job.settle,
+    }
+
+
+def _options(job: RuntimeJob) -> dict[str, Any]:
+    return {
         "maxSettleWaitMs": job.max_settle_wait_ms,
         "maxQueueMs": job.max_queue_ms,
         "maxExecutionMs": job.max_execution_ms,
+    }
+
+
+def job_payload(job: RuntimeJob) -> dict[str, Any]:
+    """The job as the API shows it."""
+    return {
+        **_identity(job),
+        **_status(job),
+        **_options(job),
         "packageVersion": job.package_version or None,
         "leaseOwner": job.lease_owner or None,
         "leaseExpiresAt": _iso(job.lease_expires_at),
@@ -56,34 +75,19 @@ def job_payload(job: RuntimeJob) -> dict[str, Any]:
 def job_status_event(job: RuntimeJob) -> dict[str, Any]:
     return {
         "type": "job-status.updated",
-        "jobId": str(job.job_id),
-        "sessionId": str(job.session_id),
-        "pluginId": job.plugin_id,
-        "runtimeId": job.runtime_id,
-        "sourceTurnId": job.source_turn or None,
-        "state": job.state,
-        "reason": job.reason or None,
-        "error": job.error or None,
-        "attempt": job.attempt,
-        "retryOf": str(job.retry_of.job_id) if job.retry_of_id and job.retry_of else None,
-        "settle": job.settle,
+        **_identity(job),
+        **_status(job),
         "updatedAt": _iso(job.updated_at),
     }
 
 
 def runtime_deferred_event(job: RuntimeJob) -> dict[str, Any]:
-    """Recorded by the source turn when it hands a detached runtime to a job."""
+    """Recorded when a job is created (a deferred runtime, a background run, a retry)."""
     return {
         "type": "runtime.deferred",
-        "jobId": str(job.job_id),
-        "sessionId": str(job.session_id),
-        "pluginId": job.plugin_id,
-        "runtimeId": job.runtime_id,
-        "sourceTurnId": job.source_turn or None,
+        **_identity(job),
         "settle": job.settle,
-        "maxSettleWaitMs": job.max_settle_wait_ms,
-        "maxQueueMs": job.max_queue_ms,
-        "maxExecutionMs": job.max_execution_ms,
+        **_options(job),
         "queuedAt": _iso(job.created_at),
     }
 
