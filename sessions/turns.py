@@ -300,6 +300,17 @@ class TurnExecutor:
         if self._guarded(manifest, planned, inputs, result):
             self._finish(result)
             return result
+        self._execute(manifest, planned, inputs, result)
+        return result
+
+    def _execute(
+        self,
+        manifest: Manifest,
+        planned: PlannedRuntime,
+        inputs: dict[str, Any],
+        result: RuntimeResult,
+    ) -> None:
+        """Run a runtime its gates let through, then record its output, export and result."""
         self.emit("runtime.status", {**result.as_dict(), "status": "running"})
         started = time.monotonic()
         try:
@@ -307,7 +318,7 @@ class TurnExecutor:
                 self._run_function(manifest, planned, inputs, result)
             else:
                 self._run_agent(manifest, planned, inputs, result)
-        except Exception as exc:  # a wiring bug fails this runtime, not the worker
+        except Exception as exc:  # a bug in one runtime's wiring must not take the turn down
             log.exception("runtime %s crashed the executor", planned.runtime)
             result.status, result.code, result.reason = FAILED, "internal-error", str(exc)
         result.duration_ms = int((time.monotonic() - started) * 1000)
@@ -320,7 +331,6 @@ class TurnExecutor:
                     (planned.package, planned.runtime, str(record_as), result.output)
                 )
         self._finish(result)
-        return result
 
     def _skip_result(self, skip: Skip, plan: Plan) -> RuntimeResult:
         planned = plan.by_id.get(skip.runtime)
@@ -381,28 +391,7 @@ class TurnExecutor:
             return
         # A trigger counts when the runtime starts (after its gates let it through).
         self.ledger = record_trigger(self.ledger, planned.runtime, self.logical_turn)
-        self.emit("runtime.status", {**result.as_dict(), "status": "running"})
-        started = time.monotonic()
-        try:
-            if planned.manifest.is_function:
-                self._run_function(manifest, planned, inputs, result)
-            else:
-                self._run_agent(manifest, planned, inputs, result)
-        except Exception as exc:  # a bug in one runtime's wiring must not take the turn down
-            log.exception("runtime %s crashed the executor", planned.runtime)
-            result.status, result.code, result.reason = FAILED, "internal-error", str(exc)
-        result.duration_ms = int((time.monotonic() - started) * 1000)
-        if result.status == SUCCEEDED:
-            self.overlay.complete(planned.runtime, succeeded=True)
-            self.outputs[planned.runtime] = result.output
-            record_as = planned.manifest.data.get("io", {}).get("output", {}).get("recordAs")
-            if record_as:
-                self.exports.append(
-                    (planned.package, planned.runtime, str(record_as), result.output)
-                )
-        else:
-            self.overlay.complete(planned.runtime, succeeded=False)
-        self._finish(result)
+        self._execute(manifest, planned, inputs, result)
 
     def _guarded(
         self,
