@@ -266,23 +266,30 @@ def _stop_all(workers: list[Worker]) -> None:
             STARTED_WORKERS.remove(worker)
 
 
-@pytest.fixture(scope="module")
-def start_worker(
-    shared_database: str, broker: Broker, tmp_path_factory: pytest.TempPathFactory
+def _workers(
+    database_url: str, broker: Broker, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[..., Worker]]:
-    """Start `celery -A config worker` processes that live for the whole test module."""
+    """A worker starter for a fixture; the workers it started are stopped when it resumes."""
     started: list[Worker] = []
 
     def start(*, name: str = "w1", concurrency: int = 1, beat: bool = False) -> Worker:
         folder = tmp_path_factory.mktemp(f"worker-{name}")
         started.append(
             _spawn(name=name, concurrency=concurrency, beat=beat, folder=folder, broker=broker,
-                   database_url=shared_database)
+                   database_url=database_url)
         )  # fmt: skip
         return started[-1]
 
     yield start
     _stop_all(started)
+
+
+@pytest.fixture(scope="module")
+def start_worker(
+    shared_database: str, broker: Broker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., Worker]]:
+    """Start `celery -A config worker` processes that live for the whole test module."""
+    yield from _workers(shared_database, broker, tmp_path_factory)
 
 
 @pytest.fixture
@@ -290,18 +297,7 @@ def spawn_worker(
     shared_database: str, broker: Broker, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[..., Worker]]:
     """Start worker processes that are stopped when the test ends."""
-    started: list[Worker] = []
-
-    def start(*, name: str = "w1", concurrency: int = 1, beat: bool = False) -> Worker:
-        folder = tmp_path_factory.mktemp(f"worker-{name}")
-        started.append(
-            _spawn(name=name, concurrency=concurrency, beat=beat, folder=folder, broker=broker,
-                   database_url=shared_database)
-        )  # fmt: skip
-        return started[-1]
-
-    yield start
-    _stop_all(started)
+    yield from _workers(shared_database, broker, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -39,3 +39,20 @@ def revoke(package_id: str, actor: Any) -> None:
 
     request = approval_current(package_key=package_id)
     approval_decide(request_id=request.pk, decision="revoke", actor=actor, note="tests")
+
+
+def client_for(user: Any = None) -> Any:
+    """A test client, logged in as user when one is given."""
+    from django.test import Client
+
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def force_state(job: Any, state: str) -> Any:
+    """Put the row in a state directly (bypassing the state machine) and re-read it."""
+    type(job).objects.filter(pk=job.pk).update(state=state)
+    job.refresh_from_db()
+    return job

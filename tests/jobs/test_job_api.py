@@ -9,6 +9,7 @@ import json
 
 import pytest
 from django.test import Client
+from jobs_helpers import client_for, force_state
 
 from jobs.models import JobState, RuntimeJob
 
@@ -23,48 +24,35 @@ def no_broker(monkeypatch):
     monkeypatch.setattr("jobs.services.send_run_job", lambda *, job, countdown=None: None)
 
 
-def _client(user=None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
-
-
-def _force(job: RuntimeJob, state: str) -> RuntimeJob:
-    RuntimeJob.objects.filter(pk=job.pk).update(state=state)
-    job.refresh_from_db()
-    return job
-
-
 def test_the_owner_and_staff_see_a_job_and_the_session_list(make_job, alice, bob, play_session):
     job = make_job("noop", settle=True, max_settle_wait_ms=5000)
     for user in (alice, bob):
-        response = _client(user).get(f"/api/jobs/{job.job_id}")
+        response = client_for(user).get(f"/api/jobs/{job.job_id}")
         assert response.status_code == 200
         body = response.json()
         assert body["jobId"] == str(job.job_id)
         assert (body["state"], body["settle"], body["maxSettleWaitMs"]) == ("queued", True, 5000)
         assert body["pluginId"] == "notebook" and body["runtimeId"] == "summarise"
-        listing = _client(user).get(f"/api/sessions/{play_session.pk}/jobs").json()
+        listing = client_for(user).get(f"/api/sessions/{play_session.pk}/jobs").json()
         assert listing["count"] == 1 and listing["items"][0]["jobId"] == str(job.job_id)
 
 
 def test_the_session_list_filters_by_state(make_job, alice, play_session):
     make_job("noop")
-    done = _force(make_job("noop", runtime_id="other"), S.SUCCEEDED)
-    body = _client(alice).get(f"/api/sessions/{play_session.pk}/jobs?state=succeeded").json()
+    done = force_state(make_job("noop", runtime_id="other"), S.SUCCEEDED)
+    body = client_for(alice).get(f"/api/sessions/{play_session.pk}/jobs?state=succeeded").json()
     assert [item["jobId"] for item in body["items"]] == [str(done.job_id)]
-    bad = _client(alice).get(f"/api/sessions/{play_session.pk}/jobs?state=bogus")
+    bad = client_for(alice).get(f"/api/sessions/{play_session.pk}/jobs?state=bogus")
     assert bad.status_code == 422
 
 
 def test_another_player_is_refused_everything(make_job, charlie, play_session):
-    job = _force(make_job("noop"), S.FAILED)
-    client = _client(charlie)
+    job = force_state(make_job("noop"), S.FAILED)
+    client = client_for(charlie)
     assert client.get(f"/api/jobs/{job.job_id}").status_code == 403
     assert client.get(f"/api/sessions/{play_session.pk}/jobs").status_code == 403
     assert client.post(f"/api/jobs/{job.job_id}/retry").status_code == 403
-    running = _force(make_job("noop", runtime_id="r2"), S.RUNNING)
+    running = force_state(make_job("noop", runtime_id="r2"), S.RUNNING)
     response = client.post(f"/api/jobs/{running.job_id}/cancel")
     assert response.status_code == 403 and response.json()["code"] == "forbidden"
     assert RuntimeJob.objects.get(pk=running.pk).state == S.RUNNING
@@ -73,7 +61,7 @@ def test_another_player_is_refused_everything(make_job, charlie, play_session):
 
 def test_anonymous_callers_get_401(make_job, play_session):
     job = make_job("noop")
-    client = _client()
+    client = client_for()
     assert client.get(f"/api/jobs/{job.job_id}").status_code == 401
     assert client.get(f"/api/sessions/{play_session.pk}/jobs").status_code == 401
     assert client.post(f"/api/jobs/{job.job_id}/cancel").status_code == 401
@@ -89,7 +77,7 @@ def test_posts_need_the_csrf_token(make_job, alice):
 
 
 def test_unknown_jobs_and_sessions_are_404(alice):
-    client = _client(alice)
+    client = client_for(alice)
     assert (
         client.get("/api/jobs/8d3e9f8e-0000-4000-8000-000000000000").json()["code"] == "not_found"
     )
@@ -100,8 +88,8 @@ def test_unknown_jobs_and_sessions_are_404(alice):
 
 @pytest.mark.parametrize("state", [S.QUEUED, S.CLAIMED, S.RUNNING])
 def test_queued_claimed_and_running_jobs_can_be_cancelled(make_job, alice, state):
-    job = _force(make_job("noop"), state)
-    response = _client(alice).post(f"/api/jobs/{job.job_id}/cancel")
+    job = force_state(make_job("noop"), state)
+    response = client_for(alice).post(f"/api/jobs/{job.job_id}/cancel")
     assert response.status_code == 200
     body = response.json()
     assert (body["state"], body["reason"]) == ("cancelled", "cancelled-by-user")
@@ -114,8 +102,8 @@ def test_queued_claimed_and_running_jobs_can_be_cancelled(make_job, alice, state
     [S.COMMITTING, S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.CANCELLED, S.STALE, S.ORPHANED],
 )
 def test_other_states_cannot_be_cancelled(make_job, bob, state):
-    job = _force(make_job("noop"), state)
-    response = _client(bob).post(f"/api/jobs/{job.job_id}/cancel")
+    job = force_state(make_job("noop"), state)
+    response = client_for(bob).post(f"/api/jobs/{job.job_id}/cancel")
     assert response.status_code == 409
     assert response.json()["code"] == "runtime_job_not_cancellable"
     assert f"is {state}" in response.json()["detail"]
@@ -125,8 +113,8 @@ def test_other_states_cannot_be_cancelled(make_job, bob, state):
 @pytest.mark.parametrize("state", [S.FAILED, S.TIMED_OUT, S.CANCELLED, S.STALE, S.ORPHANED])
 def test_failure_states_can_be_retried_as_a_new_job(make_job, alice, state):
     job = make_job("noop", settle=True, max_settle_wait_ms=7000, max_execution_ms=900, k="v")
-    job = _force(job, state)
-    response = _client(alice).post(f"/api/jobs/{job.job_id}/retry")
+    job = force_state(job, state)
+    response = client_for(alice).post(f"/api/jobs/{job.job_id}/retry")
     assert response.status_code == 201
     body = response.json()
     assert body["jobId"] != str(job.job_id)
@@ -140,22 +128,22 @@ def test_failure_states_can_be_retried_as_a_new_job(make_job, alice, state):
 
 @pytest.mark.parametrize("state", [S.QUEUED, S.CLAIMED, S.RUNNING, S.COMMITTING, S.SUCCEEDED])
 def test_other_states_cannot_be_retried(make_job, bob, state):
-    job = _force(make_job("noop"), state)
-    response = _client(bob).post(f"/api/jobs/{job.job_id}/retry")
+    job = force_state(make_job("noop"), state)
+    response = client_for(bob).post(f"/api/jobs/{job.job_id}/retry")
     assert response.status_code == 409
     assert response.json()["code"] == "runtime_job_not_retryable"
     assert RuntimeJob.objects.count() == 1
 
 
 def test_a_job_is_retried_once_then_its_retry_is(make_job, alice):
-    job = _force(make_job("noop"), S.FAILED)
-    client = _client(alice)
+    job = force_state(make_job("noop"), S.FAILED)
+    client = client_for(alice)
     first = client.post(f"/api/jobs/{job.job_id}/retry").json()
     again = client.post(f"/api/jobs/{job.job_id}/retry")
     assert again.status_code == 409
     assert json.loads(again.content)["code"] == "runtime_job_not_retryable"
     assert first["jobId"] in again.json()["detail"]
-    _force(RuntimeJob.objects.get(job_id=first["jobId"]), S.TIMED_OUT)
+    force_state(RuntimeJob.objects.get(job_id=first["jobId"]), S.TIMED_OUT)
     third = client.post(f"/api/jobs/{first['jobId']}/retry").json()
     assert third["attempt"] == 3 and third["retryOf"] == first["jobId"]
 
@@ -167,8 +155,8 @@ def test_a_retry_is_sent_only_after_its_transaction_commits(
     monkeypatch.setattr(
         "jobs.services.send_run_job", lambda *, job, countdown=None: sent.append(job.pk)
     )
-    job = _force(make_job("noop"), S.FAILED)
+    job = force_state(make_job("noop"), S.FAILED)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        body = _client(alice).post(f"/api/jobs/{job.job_id}/retry").json()
+        body = client_for(alice).post(f"/api/jobs/{job.job_id}/retry").json()
     assert len(callbacks) == 1
     assert sent == [RuntimeJob.objects.get(job_id=body["jobId"]).pk]

@@ -6,7 +6,7 @@ Alice owns the session; Bob is staff; Charlie is another player; anonymous is no
 from __future__ import annotations
 
 import pytest
-from django.test import Client
+from jobs_helpers import client_for, force_state
 
 from jobs.models import JobState, RuntimeJob
 
@@ -21,27 +21,14 @@ def no_broker(monkeypatch):
     monkeypatch.setattr("jobs.services.send_run_job", lambda *, job, countdown=None: None)
 
 
-def _client(user=None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
-
-
-def _force(job: RuntimeJob, state: str) -> RuntimeJob:
-    RuntimeJob.objects.filter(pk=job.pk).update(state=state)
-    job.refresh_from_db()
-    return job
-
-
 def test_the_owner_and_staff_see_the_panel_with_the_right_buttons(
     make_job, alice, bob, play_session
 ):
-    running = _force(make_job("noop", runtime_id="busy", settle=True), S.RUNNING)
-    failed = _force(make_job("noop", runtime_id="broken"), S.FAILED)
-    done = _force(make_job("noop", runtime_id="done"), S.SUCCEEDED)
+    running = force_state(make_job("noop", runtime_id="busy", settle=True), S.RUNNING)
+    failed = force_state(make_job("noop", runtime_id="broken"), S.FAILED)
+    done = force_state(make_job("noop", runtime_id="done"), S.SUCCEEDED)
     for user in (alice, bob):
-        html = _client(user).get(f"/jobs/sessions/{play_session.pk}/panel/").content.decode()
+        html = client_for(user).get(f"/jobs/sessions/{play_session.pk}/panel/").content.decode()
         assert f"/jobs/{running.job_id}/cancel/" in html
         assert f"/jobs/{failed.job_id}/retry/" in html
         assert f"/jobs/{done.job_id}/" not in html  # nothing to do with a succeeded job
@@ -50,23 +37,23 @@ def test_the_owner_and_staff_see_the_panel_with_the_right_buttons(
 
 
 def test_the_panel_stops_polling_when_every_job_finished(make_job, alice, play_session):
-    _force(make_job("noop"), S.SUCCEEDED)
-    html = _client(alice).get(f"/jobs/sessions/{play_session.pk}/panel/").content.decode()
+    force_state(make_job("noop"), S.SUCCEEDED)
+    html = client_for(alice).get(f"/jobs/sessions/{play_session.pk}/panel/").content.decode()
     assert "hx-trigger" not in html
 
 
 def test_others_are_refused_and_anonymous_visitors_sent_to_log_in(make_job, charlie, play_session):
-    job = _force(make_job("noop"), S.RUNNING)
-    assert _client(charlie).get(f"/jobs/sessions/{play_session.pk}/panel/").status_code == 403
-    assert _client(charlie).post(f"/jobs/{job.job_id}/cancel/", **HX).status_code == 403
-    anonymous = _client().post(f"/jobs/{job.job_id}/cancel/")
+    job = force_state(make_job("noop"), S.RUNNING)
+    assert client_for(charlie).get(f"/jobs/sessions/{play_session.pk}/panel/").status_code == 403
+    assert client_for(charlie).post(f"/jobs/{job.job_id}/cancel/", **HX).status_code == 403
+    anonymous = client_for().post(f"/jobs/{job.job_id}/cancel/")
     assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
     assert RuntimeJob.objects.get(pk=job.pk).state == S.RUNNING
 
 
 def test_cancel_and_retry_from_the_panel(make_job, alice, play_session):
-    job = _force(make_job("noop"), S.RUNNING)
-    client = _client(alice)
+    job = force_state(make_job("noop"), S.RUNNING)
+    client = client_for(alice)
     html = client.post(f"/jobs/{job.job_id}/cancel/", **HX).content.decode()
     assert RuntimeJob.objects.get(pk=job.pk).state == S.CANCELLED
     assert f"/jobs/{job.job_id}/retry/" in html
@@ -77,8 +64,8 @@ def test_cancel_and_retry_from_the_panel(make_job, alice, play_session):
 
 
 def test_a_refused_action_shows_why(make_job, alice):
-    job = _force(make_job("noop"), S.SUCCEEDED)
-    client = _client(alice)
+    job = force_state(make_job("noop"), S.SUCCEEDED)
+    client = client_for(alice)
     plain = client.post(f"/jobs/{job.job_id}/cancel/")
     assert plain.status_code == 409
     assert "only queued, claimed or running jobs can be cancelled" in plain.content.decode()
@@ -89,5 +76,5 @@ def test_a_refused_action_shows_why(make_job, alice):
 def test_the_panel_escapes_plugin_text(make_job, alice, play_session):
     job = make_job("noop", plugin_id="<script>x()</script>")
     RuntimeJob.objects.filter(pk=job.pk).update(state=S.FAILED, error="<b>boom</b>")
-    html = _client(alice).get(f"/jobs/sessions/{play_session.pk}/panel/").content.decode()
+    html = client_for(alice).get(f"/jobs/sessions/{play_session.pk}/panel/").content.decode()
     assert "<script>x()" not in html and "<b>boom</b>" not in html
