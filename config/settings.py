@@ -181,7 +181,10 @@ CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 100)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE: dict = {
     # Orphans jobs whose lease expired and re-sends lost messages (jobs/services.py).
-    "jobs-reap-orphans": {"task": "jobs.reap_orphans", "schedule": float(COVEL_JOB_REAP_INTERVAL_SECONDS)},
+    "jobs-reap-orphans": {
+        "task": "jobs.reap_orphans",
+        "schedule": float(COVEL_JOB_REAP_INTERVAL_SECONDS),
+    },
     # Starts due source-plugin jobs (sources/services.py); a job starts at most 5 s late.
     "sources-dispatch-jobs": {"task": "sources.dispatch_jobs", "schedule": 5.0},
 }

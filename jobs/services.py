@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from config.sql import Table
+from config.sql import Table, insert, read_by_pk
 from jobs import notify
 from jobs.errors import (
     InvalidTransition,
@@ -49,7 +49,7 @@ from jobs.models import (
 )
 from jobs.runners import JobContext, RunResult, resolve_runner, staleness_check
 from jobs.runners import package_version as current_version
-from sessions.services import event_append
+from sessions.services import event_append, events_batched
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +340,7 @@ def job_enqueue(
     """
     options = options or JobOptions()
     now = timezone.now()
-    job = RuntimeJob.objects.create(
+    job = RuntimeJob(
         session_id=session_id,
         plugin_id=plugin_id,
         runtime_id=runtime_id,
@@ -359,6 +359,7 @@ def job_enqueue(
         updated_at=now,
         sent_at=now,
     )
+    insert(job)  # RuntimeJob.objects.create without compiling an insert per job
     event_append(
         session_id=session_id, type="runtime.deferred", payload=runtime_deferred_event(job)
     )
@@ -561,11 +562,7 @@ def job_execute(*, job_pk: int, owner: str | None = None) -> str:
     Safe to call any number of times for the same job: only the delivery that claims it runs it.
     """
     owner = owner or worker_name()
-    # A raw query still converts every column, without compiling a queryset per delivery.
-    found = list(
-        RuntimeJob.objects.raw(f"SELECT * FROM {Table(RuntimeJob)} WHERE id = %s", [job_pk])
-    )
-    job = found[0] if found else None
+    job = read_by_pk(RuntimeJob, job_pk)  # without compiling a queryset per delivery
     if job is None:
         return "missing"
     if job.state != S.QUEUED:
@@ -708,7 +705,9 @@ def _commit(*, job: RuntimeJob, owner: str, outcome: RunResult | None) -> str:
     """
     result = outcome.result if isinstance(outcome, RunResult) else None
     try:
-        with transaction.atomic():
+        # Its events (the background turn's, then the job's status) are written together at
+        # the end, while the session row lock taken by the staleness re-check is held.
+        with transaction.atomic(), events_batched():
             if not _own_transition(job, owner, S.RUNNING, S.COMMITTING):
                 return "stopped"  # timed out, cancelled or reaped while the runner finished
             # Re-checked inside the commit, under the session row lock: a session ended or an

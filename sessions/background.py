@@ -12,12 +12,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from config.sql import read_by_pk
 from jobs.runners import JobContext, RunResult
 from sessions import selectors
 from sessions.models import Session, Turn
 from sessions.planner import PlannedRuntime
 from sessions.resolver import Resolution
 from sessions.turns import SUCCEEDED, TurnExecutor, TurnRequest
+from worlds.models import World
 
 
 class DetachedRuntimeFailed(RuntimeError):
@@ -29,11 +31,22 @@ def _source_turn(job: Any) -> Turn | None:
         key = uuid.UUID(str(job.source_turn))
     except ValueError:
         return None
-    return Turn.objects.filter(pk=key).first()
+    # Only what the background turn copies; a turn's results can be large.
+    return read_by_pk(Turn, key, fields=("number", "player_message"))
+
+
+def _session(session_id: Any) -> Session:
+    # Plain reads (config/sql.py): compiling a Session query with its world cost more than a
+    # trivial runtime's whole run.
+    session = read_by_pk(Session, session_id)
+    if session is None:
+        raise DetachedRuntimeFailed(f"session {session_id} does not exist any more")
+    session.world = read_by_pk(World, session.world_id)
+    return session
 
 
 def run_detached(job: Any, ctx: JobContext) -> RunResult:
-    session = Session.objects.select_related("world").get(pk=job.session_id)
+    session = _session(job.session_id)
     installed = selectors.installed_manifests()
     manifest = installed.get(job.plugin_id)
     runtime = manifest.runtime(job.runtime_id) if manifest is not None else None
@@ -81,7 +94,8 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
         )
 
     def commit() -> None:
-        executor.commit()
+        # The job's commit transaction already holds the session row (its staleness re-check).
+        executor.commit(session_locked=True)
         executor.emit("turn.committed", executor.summary())
 
     return RunResult(result=result.as_dict(), commit=commit)

@@ -8,11 +8,13 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection
 from django.db.models import QuerySet
 
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
+from config.sql import Table
 from sessions.models import PluginData, RecordedExport, Session, SessionEvent, Turn
 
 _MANIFESTS: dict[tuple[str, str, str], Manifest | None] = {}
@@ -59,12 +61,24 @@ def installed_manifests() -> dict[str, Manifest]:
     come from the cache.
     """
     found: dict[str, Manifest] = {}
-    rows = Package.objects.loaded().values_list("package_id", "source_dir", "content_hash")
-    for package_id, source_dir, content_hash in rows:
+    for package_id, source_dir, content_hash in _loaded_package_rows():
         manifest = _manifest(package_id, source_dir, content_hash)
         if manifest is not None and manifest.id == package_id:
             found[manifest.id] = manifest
     return found
+
+
+def _loaded_package_rows() -> list[tuple[str, str, str]]:
+    # Plain SQL (config/sql.py): every job asks, and compiling the query costs more than running it.
+    packages = Table(Package)
+    col = packages.col
+    sql = (
+        f"SELECT {col('package_id')}, {col('source_dir')}, {col('content_hash')} "
+        f"FROM {packages} WHERE {col('state')} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [Package.State.LOADED.value])
+        return cursor.fetchall()
 
 
 def core_package_ids() -> list[str]:

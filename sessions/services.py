@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -12,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from approvals.selectors import packages_usability
@@ -75,7 +76,7 @@ class SessionNotActive(SessionProblem):
 
 
 def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]) -> None:
-    """Append one event with the next seq.
+    """Append one event with the next seq (inside events_batched(): at the end of that block).
 
     One statement, INSERT ... SELECT MAX(seq) + 1: events are written on every job transition,
     so a round trip saved here is saved many times. Two writers racing for the same seq do not
@@ -90,39 +91,79 @@ def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]
     that had to wait for the lock still reads MAX(seq) as of the start of its statement, so its
     first try may collide and it tries once more.)
     """
-    events = Table(SessionEvent)
-    col = events.col
+    held = getattr(_batch, "events", None)
+    if held is not None:
+        held.append((session_id, type, dict(payload)))
+        return
+    _events_write(session_id, [(type, dict(payload))])
+
+
+_batch = threading.local()
+
+
+@contextlib.contextmanager
+def events_batched() -> Iterator[None]:
+    """Inside the caller's transaction: the events appended in the block are written together,
+    one statement per session, when the block ends without an error (a job's commit writes
+    three or four). A block inside another block joins the outer one.
+
+    On PostgreSQL the transaction must already hold the session row lock (a job's commit takes
+    it in its staleness re-check): a batch that first had to wait for the lock could find some
+    of its seqs taken by then, and is refused rather than written with a gap."""
+    if getattr(_batch, "events", None) is not None:
+        yield
+        return
+    _batch.events = held = []
+    try:
+        yield
+    finally:
+        _batch.events = None
+    sessions: dict[Any, list[tuple[str, dict[str, Any]]]] = {}
+    for session_id, type, payload in held:
+        sessions.setdefault(session_id, []).append((type, payload))
+    for session_id, events in sessions.items():
+        _events_write(session_id, events)
+
+
+def _events_write(session_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]]) -> None:
+    """INSERT the events with seqs MAX+1, MAX+2, ... in one statement (see event_append)."""
+    table = Table(SessionEvent)
+    col = table.col
     columns = ", ".join(col(name) for name in ("session", "seq", "type", "payload", "created_at"))
-    last = f"SELECT MAX({col('seq')}) FROM {events} WHERE {col('session')} = %s"
-    if connection.vendor == "postgresql":
+    last = f"SELECT MAX({col('seq')}) FROM {table} WHERE {col('session')} = %s"
+    rows = ", ".join(["(%s, %s, %s, %s)"] * len(events))
+    select = (
+        f"SELECT %s, COALESCE(({last}), 0) + v.column1, v.column2, v.column3, v.column4 "
+        f"FROM (VALUES {rows}) AS v"
+    )
+    conflict = f"ON CONFLICT ({col('session')}, {col('seq')}) DO NOTHING"
+    session = table.value("session", session_id)
+    now = table.value("created_at", timezone.now())
+    values: list[Any] = []
+    for offset, (type, payload) in enumerate(events, start=1):
+        values += [offset, type, table.value("payload", payload), now]
+    if table.connection.vendor == "postgresql":
         sessions = Table(Session)
         sql = (
             f"WITH locked AS (SELECT {sessions.col('id')} FROM {sessions} "
             f"WHERE {sessions.col('id')} = %s FOR NO KEY UPDATE) "
-            f"INSERT INTO {events} ({columns}) "
-            f"SELECT %s, COALESCE(({last}), 0) + 1, %s, %s, %s FROM locked "
-            f"ON CONFLICT ({col('session')}, {col('seq')}) DO NOTHING"
+            f"INSERT INTO {table} ({columns}) {select}, locked {conflict}"
         )
+        params = [session, session, session, *values]
     else:
-        sql = (
-            f"INSERT INTO {events} ({columns}) "
-            f"SELECT %s, COALESCE(({last}), 0) + 1, %s, %s, %s "
-            f"WHERE 1 ON CONFLICT ({col('session')}, {col('seq')}) DO NOTHING"
-        )
-    session = events.value("session", session_id)
-    values = [
-        events.value("payload", dict(payload)),
-        events.value("created_at", timezone.now()),
-    ]
-    if connection.vendor == "postgresql":
-        params = [session, session, session, type, *values]
-    else:
-        params = [session, session, type, *values]
+        # "WHERE true" tells SQLite's parser the ON CONFLICT belongs to the INSERT.
+        sql = f"INSERT INTO {table} ({columns}) {select} WHERE true {conflict}"
+        params = [session, session, *values]
     for _attempt in range(50):
-        with connection.cursor() as cursor:
+        with table.connection.cursor() as cursor:
             cursor.execute(sql, params)
-            if cursor.rowcount == 1:
-                return
+            written = cursor.rowcount
+        if written == len(events):
+            return
+        if written:
+            # Part of a batch collided (see events_batched): refuse rather than leave a gap;
+            # the caller's transaction rolls back.
+            raise SessionProblem("session events collided", code="event_conflict")
     raise SessionProblem("could not append a session event", code="event_conflict")
 
 

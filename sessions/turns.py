@@ -24,6 +24,7 @@ from jsonschema import exceptions as schema_exceptions
 from jsonschema import validators
 
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
+from config.sql import insert
 from pluginhost.errors import PluginHostError
 from pluginhost.services import plugin_function_call, plugin_guard_call
 from sessions import selectors, services
@@ -692,15 +693,23 @@ class TurnExecutor:
 
     # -------------------------------------------------------------- commit
 
-    def commit(self) -> dict[str, Any]:
-        """One transaction: plugin data, exports, ledger, versions, the turn row, jobs, events."""
+    def commit(self, *, session_locked: bool = False) -> dict[str, Any]:
+        """One transaction: plugin data, exports, ledger, versions, the turn row, jobs, events.
+
+        session_locked: the caller's transaction already holds the session row lock (a job's
+        commit), so the session read when the turn started stands in for a locked re-read.
+        """
         story = [rid for rid, r in self.results.items() if r.story]
         # No savepoint inside a caller's transaction (a job's commit): a failure here rolls
         # that whole transaction back anyway.
         with transaction.atomic(savepoint=False):
-            # NO KEY UPDATE, the mode every session-row lock here takes (event appends included):
-            # it leaves other transactions' foreign-key checks free, so none can deadlock on it.
-            session = Session.objects.select_for_update(no_key=True).get(pk=self.session.pk)
+            if session_locked:
+                session = self.session
+            else:
+                # NO KEY UPDATE, the mode every session-row lock here takes (event appends
+                # included): it leaves other transactions' foreign-key checks free, so none can
+                # deadlock on it.
+                session = Session.objects.select_for_update(no_key=True).get(pk=self.session.pk)
             # A background commit holds the row lock only: it never waits for a player's turn,
             # and a stored value it moves is exactly what that turn's commit re-checks.
             if self.token is not None and session.lock_token != self.token:
@@ -800,7 +809,10 @@ class TurnExecutor:
             self.turn.results = [self.results[r].as_dict() for r in self.order]
             self.turn.commit = commit_info
             self.turn.finished_at = timezone.now()
-            self.turn.save()
+            if self.turn._state.adding:
+                insert(self.turn)  # a background turn's row is new: one plain INSERT
+            else:
+                self.turn.save()
             if changes:
                 services.event_append(
                     session_id=session.pk,
