@@ -35,6 +35,17 @@ def _source_turn(job: Any) -> Turn | None:
     return read_by_pk(Turn, key, fields=("number", "player_message"))
 
 
+def _first_attempt_id(job: Any) -> str:
+    """The job id of the first attempt of a retry chain: what a run with no source turn (a
+    manual background run) keys its dice by, so that retrying it does not draw again."""
+    from jobs.models import RuntimeJob
+
+    first = job
+    while first.retry_of_id is not None:
+        first = RuntimeJob.objects.only("job_id", "retry_of").get(pk=first.retry_of_id)
+    return str(first.job_id)
+
+
 def _session(session_id: Any) -> Session:
     # Plain reads (config/sql.py): compiling a Session query with its world cost more than a
     # trivial runtime's whole run.
@@ -58,6 +69,7 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
         kind=Turn.Kind.BACKGROUND,
         message=str(frozen.get("playerMessage") or (source.player_message if source else "")),
         actions=list(frozen.get("playerActions") or []),
+        execution_source=str(source.pk) if source else _first_attempt_id(job),
     )
     turn = Turn(
         id=request.turn_id,

@@ -95,6 +95,10 @@ class TurnRequest:
     manual: dict[str, Any] = field(default_factory=dict)  # qualified runtime -> payload
     turn_id: uuid.UUID = field(default_factory=uuid.uuid4)
     settle: dict[str, Any] | None = None  # the settle wait before the turn, if any
+    # What this run re-runs, when it re-runs something: a detached job runs for its source turn,
+    # and a retried job for the same one. ctx.execution.sourceTurnId and the dice seed are keyed
+    # by it, so a retry draws the same numbers. Empty: the turn itself.
+    execution_source: str = ""
 
     @property
     def include_auto(self) -> bool:
@@ -484,12 +488,23 @@ class TurnExecutor:
             "world": self.world,
             "userSettings": dict(self._user_settings(planned.package)),
             "locale": self.session.locale,
-            # One seed per turn and runtime: a retried turn draws the same numbers.
-            "seed": f"{self.turn.pk}:{planned.runtime}",
+            # One seed per turn and runtime: a retried turn or job draws the same numbers.
+            "seed": f"{self._execution_source()}:{planned.runtime}",
             "logicalTurn": self.logical_turn,
             "turnNumber": self.logical_turn,
-            "sourceTurnId": str(self.turn.pk),
+            "sourceTurnId": self._source_turn_id(),
         }
+
+    def _execution_source(self) -> str:
+        return self.request.execution_source or str(self.turn.pk)
+
+    def _source_turn_id(self) -> str | None:
+        """ctx.execution.sourceTurnId: the turn this run belongs to. A background turn's is its
+        source turn; a manual background run has none (its seed still comes from its first
+        attempt, see sessions/background.py)."""
+        if self.request.kind != Turn.Kind.BACKGROUND:
+            return str(self.turn.pk)
+        return str(self.turn.source_turn_id) if self.turn.source_turn_id else None
 
     def _user_settings(self, package_id: str) -> dict[str, Any]:
         """ctx.userSettings of a package, resolved once per turn; no query for a package that
@@ -634,7 +649,7 @@ class TurnExecutor:
             user_settings=user_settings,
             world=self.world,
             locale=self.session.locale,
-            seed=f"{self.turn.pk}:{planned.runtime}",
+            seed=f"{self._execution_source()}:{planned.runtime}",
             events=event_directory(self.active),
             services=service_providers(self.active),
             emit=lambda topic, payload: self._emitted(planned, topic, payload),
