@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet, Value
 from django.utils import timezone
 
 from jobs.models import JobState, RuntimeJob, SettleWait
@@ -69,16 +70,106 @@ class DashboardFilters:
         return jobs
 
 
-def job_dashboard(*, filters: DashboardFilters, limit: int = 100) -> dict[str, Any]:
-    """Everything the staff dashboard shows, in a fixed number of queries."""
-    jobs = list(filters.apply(RuntimeJob.objects.all()).order_by("-id")[:limit])
-    counts = dict(
-        filters.apply(RuntimeJob.objects.all())
-        .order_by()
-        .values_list("state")
-        .annotate(n=Count("id"))
-        .values_list("state", "n")
+# The largest value of the BigAutoField id: a cursor past it would overflow the query parameter.
+MAX_JOB_ID = 2**63 - 1
+_CURSOR = re.compile(r"[0-9]{1,19}")
+
+
+def dashboard_cursor(value: str | None) -> int | None:
+    """A paging cursor (`before` / `after`) from the URL: a plain non-negative integer id.
+
+    Anything else (text, a sign, a decimal point, non-ASCII digits, a number past the largest
+    id) is None, so the dashboard shows its first page rather than failing.
+    """
+    if not value or not _CURSOR.fullmatch(value):
+        return None
+    number = int(value)
+    return number if number <= MAX_JOB_ID else None
+
+
+@dataclass(frozen=True)
+class DashboardPage:
+    """One page of the dashboard's job list, newest first, and where its neighbours start.
+
+    `first`/`last` are 1-based positions among the matching jobs (0 when the page is empty).
+    `older_before` is the `before` cursor of the next older page (None: no older jobs).
+    `newer_after` is the `after` cursor of the next newer page; with `has_newer` and no cursor
+    the newer page is the first page.
+    """
+
+    first: int
+    last: int
+    older_before: int | None
+    has_newer: bool
+    newer_after: int | None
+
+
+def job_dashboard(
+    *,
+    filters: DashboardFilters,
+    before: int | None = None,
+    after: int | None = None,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """Everything the staff dashboard shows, in a fixed number of queries on every page.
+
+    The list is paged by keyset on the integer id, never by OFFSET: `before` shows the `limit`
+    newest matching jobs with a smaller id, `after` the `limit` oldest with a larger one (still
+    shown newest first), neither: the newest jobs. `before` wins when both are given. The state
+    counts query also counts the matching jobs above the cursor, which gives the page's position
+    and whether newer jobs exist without another query.
+    """
+    if before is not None:
+        after = None
+    matching = filters.apply(RuntimeJob.objects.all())
+    if before is not None:
+        rows = list(matching.filter(id__lt=before).order_by("-id")[: limit + 1])
+        has_more = len(rows) > limit
+        jobs = rows[:limit]
+    elif after is not None:
+        rows = list(matching.filter(id__gt=after).order_by("id")[: limit + 1])
+        has_more = len(rows) > limit
+        jobs = rows[:limit][::-1]
+    else:
+        rows = list(matching.order_by("-id")[: limit + 1])
+        has_more = len(rows) > limit
+        jobs = rows[:limit]
+
+    per_state = matching.order_by().values_list("state")
+    if before is not None:
+        above = Count("id", filter=Q(id__gte=before))
+    elif after is not None:
+        above = Count("id", filter=Q(id__gt=after))
+    else:
+        above = Value(0)
+    counted = list(
+        per_state.annotate(n=Count("id"), above=above).values_list("state", "n", "above")
     )
+    counts = {state: n for state, n, _ in counted}
+    total = sum(counts.values())
+    above_cursor = sum(n for _, _, n in counted)
+
+    if after is not None:
+        # `above_cursor` includes this page; older jobs are the matching ones up to the cursor.
+        newer = max(0, above_cursor - len(jobs))
+        has_older = total - above_cursor > 0
+        has_newer = has_more
+    else:
+        newer = above_cursor
+        has_older = has_more
+        has_newer = newer > 0
+    # The neighbours start next to this page's ends; an empty page (a cursor past every
+    # matching job) starts them at its cursor instead.
+    older_before = None
+    if has_older:
+        older_before = jobs[-1].pk if jobs else min((after or 0) + 1, MAX_JOB_ID)
+    newer_after = None
+    if has_newer and newer > limit:
+        # With a page or less of newer jobs the newer link is simply the first page.
+        newer_after = jobs[0].pk if jobs else max(0, (before or 0) - 1)
+
+    # The timeline stays a picture of the most recent matching jobs, whichever page is shown.
+    recent = list(matching.order_by("-id")[:40])
     plugins = list(
         RuntimeJob.objects.order_by("plugin_id").values_list("plugin_id", flat=True).distinct()
     )
@@ -88,10 +179,17 @@ def job_dashboard(*, filters: DashboardFilters, limit: int = 100) -> dict[str, A
     recent_waits = list(waits.order_by("-started_at")[:50])
     return {
         "jobs": jobs,
+        "page": DashboardPage(
+            first=newer + 1 if jobs else 0,
+            last=newer + len(jobs),
+            older_before=older_before,
+            has_newer=has_newer,
+            newer_after=newer_after,
+        ),
         "counts": [(state, label, counts.get(state, 0)) for state, label in JobState.choices],
-        "total": sum(counts.values()),
+        "total": total,
         "plugins": plugins,
-        "timeline": job_timeline(jobs=jobs[:40], waits=recent_waits),
+        "timeline": job_timeline(jobs=recent, waits=recent_waits),
     }
 
 

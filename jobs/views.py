@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -23,6 +24,7 @@ from jobs.models import (
 )
 from jobs.selectors import (
     DashboardFilters,
+    dashboard_cursor,
     job_dashboard,
     job_get,
     session_can_manage,
@@ -39,8 +41,37 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise PermissionDenied("only staff may see every job")
     filters = DashboardFilters.from_query(request.GET)
-    context = job_dashboard(filters=filters)
-    context.update({"filters": filters, "states": JobState.choices})
+    # Keyset paging on the job id: ?before=<id> goes to older jobs, ?after=<id> to newer ones.
+    # A malformed cursor is ignored like a nonsense filter: the first page is shown.
+    context = job_dashboard(
+        filters=filters,
+        before=dashboard_cursor(request.GET.get("before")),
+        after=dashboard_cursor(request.GET.get("after")),
+    )
+    # The paging links keep the active filters (urlencode escapes them for the query string;
+    # the template escapes the result for the attribute).
+    kept = [
+        (name, str(value))
+        for name, value in (
+            ("state", filters.state),
+            ("plugin", filters.plugin),
+            ("session", filters.session),
+        )
+        if value
+    ]
+    page = context["page"]
+    context.update(
+        {
+            "filters": filters,
+            "states": JobState.choices,
+            "older_query": urlencode([*kept, ("before", page.older_before)])
+            if page.older_before is not None
+            else "",
+            "newer_query": urlencode(
+                [*kept, ("after", page.newer_after)] if page.newer_after is not None else kept
+            ),
+        }
+    )
     return render(request, "jobs/dashboard.html", context)
 
 
