@@ -112,22 +112,38 @@ class Staleness:
     message: str
 
 
-def staleness_check(job: RuntimeJob, *, lock_session: bool = False) -> Staleness | None:
+def staleness_check(job: RuntimeJob) -> Staleness | None:
     """Why the job must not run or commit any more, or None.
 
-    Checked after the claim and again just before the commit: the session ended, the package's
-    approval was revoked, or its installed version is not the one the job was created for.
-    lock_session (the commit's check) takes the session row lock first, so the session cannot
-    end between this check and the writes.
+    Checked after the claim and again in the commit (commit_check): the session ended, the
+    package's approval was revoked, or its installed version is not the one the job was
+    created for.
     """
+    facts = _session_and_package(session_id=job.session_id, package_id=job.plugin_id)
+    return _staleness(job, facts)
+
+
+def commit_check(job: RuntimeJob) -> tuple[Staleness | None, bool]:
+    """The commit's check: why the job is stale (or None), and whether a turn, manual run or
+    RPC action holds the session's turn lock right now.
+
+    It takes the session row lock first (PostgreSQL: FOR NO KEY UPDATE; SQLite: the commit
+    transaction's write lock), so the session cannot end between this check and the writes,
+    and nobody can take the turn lock meanwhile (that is an UPDATE of the row): a job that finds
+    the turn lock free commits before the next action starts; one that finds it taken waits.
+    """
+    facts = _session_and_package(
+        session_id=job.session_id, package_id=job.plugin_id, lock_session=True
+    )
+    return _staleness(job, facts), bool(facts and facts["turn_locked"])
+
+
+def _staleness(job: RuntimeJob, facts: dict[str, Any] | None) -> Staleness | None:
     from approvals.selectors import package_usability
     from catalogue.models import Package
     from jobs.models import JobReason
     from sessions.models import Session
 
-    facts = _session_and_package(
-        session_id=job.session_id, package_id=job.plugin_id, lock_session=lock_session
-    )
     if facts is None or facts["session_status"] == Session.Status.ENDED:
         return Staleness(JobReason.SESSION_ENDED, "the session has ended")
     version = facts["version"]
@@ -153,31 +169,46 @@ def staleness_check(job: RuntimeJob, *, lock_session: bool = False) -> Staleness
 def _session_and_package(
     *, session_id: Any, package_id: str, lock_session: bool = False
 ) -> dict[str, Any] | None:
-    """The session's status and the installed package's version, trust and state, in one query
-    (plain SQL: it runs twice per job). None when the session is gone.
+    """The session's status and turn lock, and the installed package's version, trust and
+    state, in one query (plain SQL: it runs twice per job). None when the session is gone.
 
     lock_session: lock the session row on PostgreSQL (FOR NO KEY UPDATE, as event_append
     does); SQLite has no row locks, and the caller's transaction already holds its write lock."""
     from django.db import connection
+    from django.utils import timezone
 
     from catalogue.models import Package
     from config.sql import Table
     from sessions.models import Session
 
     s, p = Table(Session, alias="s"), Table(Package, alias="p")
+    # The turn lock is a lease (sessions.services.session_lock_acquire): taken while it has a
+    # token that has not expired.
+    turn_locked = (
+        f"CASE WHEN {s.col('lock_token')} <> '' AND ({s.col('lock_expires')} IS NULL "
+        f"OR {s.col('lock_expires')} > %s) THEN 1 ELSE 0 END"
+    )
     sql = (
-        f"SELECT {s.col('status')}, {p.col('version')}, {p.col('trust')}, {p.col('state')} "
+        f"SELECT {s.col('status')}, {p.col('version')}, {p.col('trust')}, {p.col('state')}, "
+        f"{turn_locked} "
         f"FROM {s} LEFT JOIN {p} ON {p.col('package_id')} = %s WHERE {s.col('id')} = %s"
     )
     if lock_session and connection.vendor == "postgresql":
         sql += " FOR NO KEY UPDATE OF s"
+    now = s.value("lock_expires", timezone.now())
     key = s.value("id", session_id)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [package_id, key])
+        cursor.execute(sql, [now, package_id, key])
         row = cursor.fetchone()
     if row is None:
         return None
-    return {"session_status": row[0], "version": row[1], "trust": row[2], "state": row[3]}
+    return {
+        "session_status": row[0],
+        "version": row[1],
+        "trust": row[2],
+        "state": row[3],
+        "turn_locked": bool(row[4]),
+    }
 
 
 def package_version(package_id: str) -> str:

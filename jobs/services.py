@@ -47,7 +47,13 @@ from jobs.models import (
     JobState,
     RuntimeJob,
 )
-from jobs.runners import JobContext, RunResult, resolve_runner, staleness_check
+from jobs.runners import (
+    JobContext,
+    RunResult,
+    commit_check,
+    resolve_runner,
+    staleness_check,
+)
 from jobs.runners import package_version as current_version
 from sessions.services import event_append, events_batched
 
@@ -657,7 +663,7 @@ def _run_started(*, job: RuntimeJob, owner: str, runner: Callable[..., RunResult
             return "failed"
         if ctx.should_stop():
             return _stopped(job=job, owner=owner, ctx=ctx, exc=None)
-        return _commit(job=job, owner=owner, outcome=outcome)
+        return _commit(job=job, owner=owner, outcome=outcome, ctx=ctx)
     finally:
         _keeper.remove(job.pk)
 
@@ -696,32 +702,62 @@ def _stopped(*, job: RuntimeJob, owner: str, ctx: JobContext, exc: BaseException
     return "stopped"
 
 
-def _commit(*, job: RuntimeJob, owner: str, outcome: RunResult | None) -> str:
+class _TurnRunning(Exception):
+    """Raised inside a commit transaction to roll it back: an action holds the session."""
+
+
+# A commit that finds the session's turn lock taken looks again after this long, doubling up to
+# the second figure: an action's own commit is quick, a model call in it may not be.
+TURN_LOCK_RETRY_SECONDS = (0.02, 0.5)
+
+
+def _commit(*, job: RuntimeJob, owner: str, outcome: RunResult | None, ctx: JobContext) -> str:
+    """Commit the runner's writes under the session lock: while a turn, manual run or RPC
+    action holds the session's turn lock, wait (the job stays `running`, its deadline and a
+    cancel still apply), then commit before the next one starts."""
+    wait, longest = TURN_LOCK_RETRY_SECONDS
+    while True:
+        try:
+            return _commit_once(job=job, owner=owner, outcome=outcome)
+        except _TurnRunning:
+            try:
+                ctx.sleep(wait)
+            except JobStopped as exc:
+                return _stopped(job=job, owner=owner, ctx=ctx, exc=exc)
+            wait = min(wait * 2, longest)
+
+
+def _commit_once(*, job: RuntimeJob, owner: str, outcome: RunResult | None) -> str:
     """running -> committing -> succeeded, with the runner's writes: one transaction.
 
     The row lock the first UPDATE takes (on SQLite, the write lock) holds off a cancel, the
     lease keeper and the reaper until the writes and the success are committed, or rolled back
-    together, in which case the job is `running` again and fails below.
+    together, in which case the job is `running` again (and fails below, or waits for the
+    session's turn lock and tries again).
     """
     result = outcome.result if isinstance(outcome, RunResult) else None
     try:
         # Its events (the background turn's, then the job's status) are written together at
-        # the end, while the session row lock taken by the staleness re-check is held.
+        # the end, while the session row lock taken by commit_check is held.
         with transaction.atomic(), events_batched():
             if not _own_transition(job, owner, S.RUNNING, S.COMMITTING):
                 return "stopped"  # timed out, cancelled or reaped while the runner finished
             # Re-checked inside the commit, under the session row lock: a session ended or an
             # approval revoked while the job ran still wins.
-            stale = staleness_check(job, lock_session=True)
+            stale, turn_running = commit_check(job)
             if stale is not None:
                 _own_transition(
                     job, owner, S.COMMITTING, S.STALE, reason=stale.reason, error=stale.message
                 )
                 return "stale"
+            if turn_running:
+                raise _TurnRunning
             if isinstance(outcome, RunResult) and outcome.commit is not None:
                 outcome.commit()
             # Cannot miss: this transaction has held the row since it set `committing`.
             _own_transition(job, owner, S.COMMITTING, S.SUCCEEDED, result=result)
+    except _TurnRunning:
+        raise
     except Exception as exc:
         log.info("job %s failed to commit: %s", job.pk, exc)
         _own_transition(job, owner, S.RUNNING, S.FAILED, error=_error_text(exc))
@@ -835,6 +871,35 @@ def job_reap_orphans(*, now: datetime | None = None) -> list[int]:
         ):
             reaped.append(pk)
     return reaped
+
+
+def job_time_out_queued(*, now: datetime | None = None) -> list[int]:
+    """Time out queued jobs past their maxQueueMs that no worker has picked up; their pks.
+
+    A worker checks the deadline when it receives the message, but with every worker down or
+    busy nobody would: the reaper does it too, so a settle wait is not held up by a job that
+    may no longer run. Each is a conditional queued -> timed_out, so a claim racing it wins or
+    loses cleanly.
+    """
+    now = now or timezone.now()
+    candidates = RuntimeJob.objects.filter(state=S.QUEUED, max_queue_ms__isnull=False)
+    expired = [
+        job
+        for job in candidates.only("id", "job_id", "session_id", "created_at", "max_queue_ms")
+        if _queue_deadline_passed(job, now)
+    ]
+    timed_out = []
+    for job in expired:
+        if job_transition(
+            job_pk=job.pk,
+            from_state=S.QUEUED,
+            to_state=S.TIMED_OUT,
+            reason=JobReason.QUEUE_DEADLINE,
+            error=_queue_deadline_error(job),
+            now=now,
+        ):
+            timed_out.append(job.pk)
+    return timed_out
 
 
 def job_resend_lost(*, now: datetime | None = None, limit: int = 500) -> list[int]:

@@ -10,7 +10,7 @@ import os
 
 from celery import shared_task
 
-from jobs.services import job_execute, job_reap_orphans, job_resend_lost
+from jobs.services import job_execute, job_reap_orphans, job_resend_lost, job_time_out_queued
 
 
 @shared_task(name="jobs.run_job", bind=True, ignore_result=True, acks_late=True)
@@ -21,8 +21,10 @@ def run_job(self, job_pk: int) -> str:  # type: ignore[no-untyped-def]
 
 @shared_task(name="jobs.reap_orphans", ignore_result=True)
 def reap_orphans() -> int:
-    """Periodic (Celery beat): orphan jobs whose lease expired, re-send lost messages."""
+    """Periodic (Celery beat): orphan jobs whose lease expired, time out queued jobs past their
+    maxQueueMs, re-send lost messages."""
     reaped = job_reap_orphans()
+    job_time_out_queued()
     job_resend_lost()
     return len(reaped)
 

@@ -69,6 +69,8 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
         kind=Turn.Kind.BACKGROUND,
         message=str(frozen.get("playerMessage") or (source.player_message if source else "")),
         actions=list(frozen.get("playerActions") or []),
+        # A manual background run's payload (ctx.manualPayload), frozen when it was accepted.
+        manual={runtime.qualified_id: frozen["manualPayload"]} if "manualPayload" in frozen else {},
         execution_source=str(source.pk) if source else _first_attempt_id(job),
     )
     turn = Turn(

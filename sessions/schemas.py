@@ -136,6 +136,10 @@ class RpcOut(Schema):
     action: str
     value: Any = None
     command: dict[str, Any] | None = None
+    settle: dict[str, Any] | None = Field(
+        None,
+        description="The settle wait before the action, as a turn's commit.settle; null without one.",
+    )
 
 
 class PluginDataOut(Schema):

@@ -596,6 +596,8 @@ def session_rpc(
         raise SessionProblem(
             f"package {plugin} declares no action {action!r}", code="unknown_action", status=404
         )
+    # An RPC action is a player's action too: it sees what the session's settle jobs wrote.
+    settle = session_settle(session_id=session.pk)
     with session_locked(session_id=session.pk):
         written: list[dict[str, Any]] = []
         callbacks = SessionCallbacks(
@@ -650,6 +652,7 @@ def session_rpc(
         "action": action,
         "value": value,
         "command": parsed.as_ctx() if parsed else None,
+        "settle": settle,
     }
 
 

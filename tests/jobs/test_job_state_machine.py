@@ -19,6 +19,7 @@ from jobs.services import (
     job_options_clean,
     job_options_from_schedule,
     job_reap_orphans,
+    job_time_out_queued,
     job_transition,
 )
 
@@ -126,6 +127,34 @@ def test_a_job_queued_too_long_times_out_without_running(make_job, tmp_path):
     job.refresh_from_db()
     assert (job.state, job.reason) == (S.TIMED_OUT, "queue-deadline-exceeded")
     assert "maxQueueMs (50 ms)" in job.error
+    assert read_lines(tmp_path / "out" / "runs.log") == []
+
+
+def test_the_reaper_times_out_a_queued_job_no_worker_picked_up(make_job, tmp_path):
+    """With every worker down or busy, nobody receives the message: beat's reaper still times
+    the job out at its maxQueueMs, so settle waits and the panel do not wait on it."""
+    late = make_job("sleep", max_queue_ms=50, label="late")
+    not_yet = make_job("sleep", max_queue_ms=60_000, runtime_id="r2", label="not-yet")
+    no_limit = make_job("sleep", runtime_id="r3", label="no-limit")
+    claimed = make_job("sleep", max_queue_ms=50, runtime_id="r4", label="claimed")
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    for job in (late, not_yet, no_limit):
+        _force(job, S.QUEUED, created_at=timezone.now() - timedelta(milliseconds=80))
+    _force(no_limit, S.QUEUED, created_at=an_hour_ago)
+    _force(claimed, S.CLAIMED, created_at=an_hour_ago, lease_owner="w:1")
+    assert job_time_out_queued() == [late.pk]
+    late.refresh_from_db()
+    assert (late.state, late.reason) == (S.TIMED_OUT, "queue-deadline-exceeded")
+    assert "maxQueueMs (50 ms)" in late.error and late.finished_at is not None
+    states = dict(RuntimeJob.objects.values_list("pk", "state"))
+    assert (states[not_yet.pk], states[no_limit.pk], states[claimed.pk]) == (
+        S.QUEUED,
+        S.QUEUED,
+        S.CLAIMED,  # a worker has it: its own deadline checks apply, not the reaper's
+    )
+    assert job_time_out_queued() == []  # nothing twice
+    # The worker that finally receives the message runs nothing.
+    assert job_execute(job_pk=late.pk, owner="w") == "duplicate"
     assert read_lines(tmp_path / "out" / "runs.log") == []
 
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import test_play_support as support
-from django.db import connections
 from django.test import Client
 from test_play_support import (
     HOLD,
@@ -14,6 +11,7 @@ from test_play_support import (
     index_folder,
     make_world,
     play,
+    run_in_thread,
     wait_for_event,
     write_plugin,
 )
@@ -33,22 +31,6 @@ def held_session(tmp_path, alice):
     }
     index_folder(write_plugin(tmp_path, "gate", {}, runtimes=runtimes))
     return session_create(owner=alice, world=make_world(owner=alice, plugins=["gate"]))
-
-
-def run_in_thread(target, *args):
-    outcome: dict = {}
-
-    def work():
-        try:
-            outcome["result"] = target(*args)
-        except Exception as exc:
-            outcome["error"] = exc
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    return thread, outcome
 
 
 def running(event) -> bool:

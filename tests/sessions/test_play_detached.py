@@ -82,3 +82,72 @@ def test_the_next_action_waits_for_a_settle_job_then_records_the_timeout(
     kinds = list(SessionEvent.objects.filter(session=session).values_list("type", flat=True))
     assert kinds.index("settle.waiting") < kinds.index("settle-timeout") < len(kinds) - 1
     assert second["status"] == "committed"
+
+
+PEEK = """export default function register(covel) {
+  covel.registerRpc("peek", async () => ({ ok: true, data: { peeked: true } }));
+}
+"""
+
+
+def test_an_rpc_action_and_a_slash_command_wait_for_settle_jobs_first(
+    file_database, alice, tmp_path
+):
+    """An RPC action (a button, or a slash command naming it) is a player's action too: it waits
+    for the session's settle jobs, up to their limit, and says what it waited for."""
+    import json
+
+    from django.test import Client
+
+    from jobs.models import RuntimeJob
+    from sessions.models import SessionEvent
+
+    runtime = {
+        "schedule": {"stage": "post-turn", "detached": {"settle": True, "maxSettleWaitMs": 300}},
+        "function": {},
+    }
+    manifest = {
+        "contributes": {
+            "actions": ["peek"],
+            "commands": [{"name": "peek", "description": "Look.", "action": "peek"}],
+        }
+    }
+    index_folder(
+        write_plugin(
+            tmp_path,
+            "slow",
+            manifest,
+            runtimes={"later": (runtime, LATER)},
+            files={"server/index.js": PEEK},
+        )
+    )
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["slow"]))
+    client = Client()
+    client.force_login(alice)
+    url = f"/api/sessions/{session.pk}/rpc/slow/peek"
+    quiet = client.post(url, json.dumps({}), content_type="application/json")
+    assert quiet.status_code == 200, quiet.content
+    assert quiet.json()["settle"] is None  # nothing pending: no wait at all
+
+    job = RuntimeJob.objects.get(job_id=by_runtime(play(session, "one"))["slow/later"]["jobId"])
+    # No worker runs here: the job stays queued, so the action waits its 300 ms, then goes on.
+    for answer in (
+        client.post(url, json.dumps({}), content_type="application/json"),
+        client.post(
+            f"/api/sessions/{session.pk}/commands",
+            json.dumps({"text": "/peek"}),
+            content_type="application/json",
+        ),
+    ):
+        assert answer.status_code == 200, answer.content
+        body = answer.json()
+        assert body["value"]["data"] == {"peeked": True}
+        assert body["settle"]["timedOut"] is True
+        assert body["settle"]["pendingJobIds"] == [str(job.job_id)]
+        assert 300 <= body["settle"]["waitedMs"] < 3000
+    kinds = list(
+        SessionEvent.objects.filter(session=session).order_by("seq").values_list("type", flat=True)
+    )
+    rpc_done = [i for i, kind in enumerate(kinds) if kind == "rpc.completed"]
+    timeouts = [i for i, kind in enumerate(kinds) if kind == "settle-timeout"]
+    assert len(timeouts) == 2 and timeouts[0] < rpc_done[1] and timeouts[1] < rpc_done[2]

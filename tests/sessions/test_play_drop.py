@@ -3,17 +3,15 @@ but never the story, and the other runtimes' writes are saved."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import test_play_support as support
-from django.db import connections
 from test_play_support import (
     HOLD,
     by_runtime,
     index_folder,
     make_world,
     play,
+    run_in_thread,
     wait_for_event,
     write_plugin,
 )
@@ -68,18 +66,7 @@ def test_a_write_refused_at_commit_drops_the_writer_and_its_readers_but_not_the_
         session=session, plugin_id="bank", namespace="wallet", key="gold", value=5
     )
 
-    outcome: dict = {}
-
-    def work():
-        try:
-            outcome["result"] = play(session, "spend three")
-        except Exception as exc:
-            outcome["error"] = exc
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=work)
-    thread.start()
+    thread, outcome = run_in_thread(play, session, "spend three")
     try:
         wait_for_event(
             session,

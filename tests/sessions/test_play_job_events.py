@@ -152,13 +152,19 @@ def test_a_runtime_without_background_still_runs_inside_the_turn_on_its_event(db
     assert not RuntimeJob.objects.filter(session=session).exists()
 
 
-def test_a_manual_background_run_answers_202_with_the_jobs_api_id(db, alice, charlie, tmp_path):
+def manual_background_run(alice, tmp_path, code: str):
+    """A session of a package whose runtime `slow/sweep` runs manually in the background; the
+    session, Alice's client and the runtime's run URL."""
     runtime = {"schedule": {"trigger": {"type": "manual"}, "background": True}, "function": {}}
-    index_folder(write_plugin(tmp_path, "slow", {}, runtimes={"sweep": (runtime, LATER)}))
+    index_folder(write_plugin(tmp_path, "slow", {}, runtimes={"sweep": (runtime, code)}))
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=["slow"]))
     client = Client()
     client.force_login(alice)
-    url = f"/api/sessions/{session.pk}/runtimes/slow/sweep/run"
+    return session, client, f"/api/sessions/{session.pk}/runtimes/slow/sweep/run"
+
+
+def test_a_manual_background_run_answers_202_with_the_jobs_api_id(db, alice, charlie, tmp_path):
+    session, client, url = manual_background_run(alice, tmp_path, LATER)
     answer = client.post(url, json.dumps({"payload": {"room": 3}}), content_type="application/json")
     assert answer.status_code == 202, answer.content
     body = answer.json()
@@ -174,6 +180,25 @@ def test_a_manual_background_run_answers_202_with_the_jobs_api_id(db, alice, cha
     refused = other.post(url, json.dumps({"payload": {}}), content_type="application/json")
     assert refused.status_code in (403, 404)
     assert RuntimeJob.objects.filter(session=session).count() == 1
+
+
+def test_a_manual_background_run_hands_its_payload_to_the_runtime(db, alice, tmp_path):
+    """The payload accepted with the 202 is frozen on the job and reaches ctx.manualPayload when
+    the job runs, and again when it is retried."""
+    from jobs.services import job_retry
+
+    echo = "export default async (ctx) => ({ outcome: 'success', value: { got: ctx.manualPayload } });\n"
+    session, client, url = manual_background_run(alice, tmp_path, echo)
+    answer = client.post(url, json.dumps({"payload": {"room": 3}}), content_type="application/json")
+    job = RuntimeJob.objects.get(job_id=answer.json()["jobId"])
+    assert job_execute(job_pk=job.pk) == "succeeded"
+    turn = Turn.objects.get(session=session, kind="background")
+    assert turn.results[0]["output"] == {"got": {"room": 3}}
+    RuntimeJob.objects.filter(pk=job.pk).update(state="failed")  # as if it had failed
+    retry = job_retry(job=job, actor=alice)
+    assert job_execute(job_pk=retry.pk) == "succeeded"
+    retry.refresh_from_db()
+    assert retry.result["output"] == {"got": {"room": 3}}
 
 
 @pytest.mark.django_db(transaction=True)

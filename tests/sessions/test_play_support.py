@@ -11,6 +11,7 @@ small ones written into tmp_path) and run in the real Node host.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +183,23 @@ HOLD = """export default async function handler(ctx) {
   return { outcome: "success", value: { held: true } };
 }
 """
+
+
+def run_in_thread(target: Any, *args: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    """Start target(*args) in a thread with its own database connection; the dict gets its
+    "result" or "error" (the test asserts on them after joining the thread)."""
+    from django.db import connections
+
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = target(*args)
+        except Exception as exc:
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    return thread, outcome
