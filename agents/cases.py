@@ -461,29 +461,13 @@ class MockTurn:
                 return
             self.finish(self.run_function(manifest, runtime, inputs))
             return
+        not_scripted = None
         if manifest.id != self.under_test.id:
-            self.finish(
-                Outcome(
-                    rid,
-                    manifest.id,
-                    "agent",
-                    "skipped",
-                    "mock-skipped",
-                    f"{rid} is an agent runtime of another package; mock mode scripts only {self.under_test.id}",
-                )
-            )
-            return
-        if self.target and rid != self.target and runtime.id != self.target:
-            self.finish(
-                Outcome(
-                    rid,
-                    manifest.id,
-                    "agent",
-                    "skipped",
-                    "mock-skipped",
-                    f"the case targets {self.target}, not {rid}",
-                )
-            )
+            not_scripted = f"{rid} is an agent runtime of another package; mock mode scripts only {self.under_test.id}"
+        elif self.target and rid != self.target and runtime.id != self.target:
+            not_scripted = f"the case targets {self.target}, not {rid}"
+        if not_scripted is not None:
+            self.finish(Outcome(rid, manifest.id, "agent", "skipped", "mock-skipped", not_scripted))
             return
         inputs, missing = self.inputs(manifest, runtime)
         if missing:

@@ -35,7 +35,6 @@ class Table:
     `table.value(field, value)`. An alias qualifies the columns (`alias."column"`)."""
 
     def __init__(self, model: type[models.Model], alias: str = "") -> None:
-        self.model = model
         self.meta = model._meta
         self.alias = alias
         self.connection = _connection()

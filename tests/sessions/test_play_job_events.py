@@ -20,6 +20,11 @@ from sessions.services import session_create
 LATER = (
     'export default async (ctx) => ({ outcome: "success", value: { heard: ctx.playerMessage } });\n'
 )
+# Rings the bell: emits bell.rang in the pre-turn stage.
+RING = (
+    'export default async () => ({ outcome: "success", value: {}, '
+    'effects: { events: [{ topic: "bell.rang", payload: {} }] } });\n'
+)
 BROKEN = 'export default async () => { throw new Error("the ink ran dry"); };\n'
 file_database = support.file_database  # a shared fixture: threads need a file, not :memory:
 
@@ -104,12 +109,8 @@ def test_a_cancelled_job_is_announced(db, alice, tmp_path):
 
 
 def test_an_event_activation_with_background_true_becomes_a_job(db, alice, tmp_path):
-    ring = (
-        'export default async () => ({ outcome: "success", value: {}, '
-        'effects: { events: [{ topic: "bell.rang", payload: {} }] } });\n'
-    )
     runtimes = {
-        "ring": ({"schedule": {"stage": "pre-turn"}, "function": {}}, ring),
+        "ring": ({"schedule": {"stage": "pre-turn"}, "function": {}}, RING),
         "answer": (
             {
                 "schedule": {
@@ -134,12 +135,8 @@ def test_an_event_activation_with_background_true_becomes_a_job(db, alice, tmp_p
 
 
 def test_a_runtime_without_background_still_runs_inside_the_turn_on_its_event(db, alice, tmp_path):
-    ring = (
-        'export default async () => ({ outcome: "success", value: {}, '
-        'effects: { events: [{ topic: "bell.rang", payload: {} }] } });\n'
-    )
     runtimes = {
-        "ring": ({"schedule": {"stage": "pre-turn"}, "function": {}}, ring),
+        "ring": ({"schedule": {"stage": "pre-turn"}, "function": {}}, RING),
         "answer": (
             {"schedule": {"trigger": {"type": "event", "topic": "bell.rang"}}, "function": {}},
             LATER,

@@ -50,25 +50,25 @@ def test_a_retried_detached_job_draws_what_its_first_attempt_drew(db, alice, tmp
     assert other_source == second_turn["turnId"] and other_roll != roll
 
 
-def test_a_manual_background_run_has_no_source_turn_and_its_retry_draws_alike(db, alice, tmp_path):
-    session = detached_session(alice, tmp_path, code=ROLL_AND_FAIL)
-    first = job_enqueue(
+def manual_run(session) -> RuntimeJob:
+    """A manual background run of scribe/later, as the API queues one: no source turn."""
+    return job_enqueue(
         session_id=session.pk,
         plugin_id="scribe",
         runtime_id="scribe/later",
         inputs={"inputs": {}, "playerMessage": ""},
     )
+
+
+def test_a_manual_background_run_has_no_source_turn_and_its_retry_draws_alike(db, alice, tmp_path):
+    session = detached_session(alice, tmp_path, code=ROLL_AND_FAIL)
+    first = manual_run(session)
     assert job_execute(job_pk=first.pk) == "failed"
     roll, source = rolled(first)
     assert source == "null"
     retry = job_retry(job=first, actor=alice)
     assert job_execute(job_pk=retry.pk) == "failed"
     assert rolled(retry) == (roll, "null")
-    fresh = job_enqueue(
-        session_id=session.pk,
-        plugin_id="scribe",
-        runtime_id="scribe/later",
-        inputs={"inputs": {}, "playerMessage": ""},
-    )
+    fresh = manual_run(session)
     assert job_execute(job_pk=fresh.pk) == "failed"
     assert rolled(fresh)[0] != roll  # a new run, not a retry, draws anew
