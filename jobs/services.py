@@ -480,6 +480,7 @@ class _LeaseKeeper:
         self._leases: dict[int, _Lease] = {}
         self._pid: int | None = None
         self._wake_at: float | None = None  # when the keeper wakes up next; None: not waiting
+        self._tending = False  # True while the keeper works on due leases (and its connection)
 
     def add(self, *, job: RuntimeJob, owner: str, ctx: JobContext) -> None:
         with self._cond:
@@ -497,6 +498,16 @@ class _LeaseKeeper:
     def remove(self, job_pk: int) -> None:
         with self._cond:
             self._leases.pop(job_pk, None)
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until the keeper holds no database work in hand; False on timeout.
+
+        A job that ended at its deadline may still be in the keeper's hands for a moment (both
+        saw the deadline): the test suite waits here between tests, so that moment cannot
+        overlap the next test's transaction on the shared in-memory SQLite database.
+        """
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._tending, timeout)
 
     def _run(self) -> None:
         while True:
@@ -520,13 +531,20 @@ class _LeaseKeeper:
                     continue
                 for lease in due:
                     lease.next_renew = now + lease_seconds() / 3
+                self._tending = True
             try:
                 for lease in due:
+                    with self._cond:
+                        if lease.job.pk not in self._leases:
+                            continue  # the job ended meanwhile: nothing to renew or stop
                     self._tend(lease)
             except Exception:
                 log.exception("the lease keeper failed")
             finally:
                 connection.close()  # this thread's own connection; renewals are rare
+                with self._cond:
+                    self._tending = False
+                    self._cond.notify_all()
 
     def _tend(self, lease: _Lease) -> None:
         ctx = lease.ctx

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,6 +31,17 @@ def require_service(name: str, url: str, default_port: int) -> None:
         if IN_CI:
             pytest.fail(f"{name} at {url} is required in CI: {exc}")
         pytest.skip(f"{name} at {url} is not reachable: {exc}")
+
+
+@pytest.fixture(autouse=True)
+def _job_lease_keeper_idle():
+    """After a test that ran jobs in this process, wait for the lease keeper thread to put its
+    database work down, so it cannot hold the shared in-memory SQLite database's write lock
+    while the next test begins its transaction."""
+    yield
+    services = sys.modules.get("jobs.services")
+    if services is not None:
+        assert services._keeper.wait_idle(), "the job lease keeper thread is still busy"
 
 
 @pytest.fixture
