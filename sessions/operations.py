@@ -198,10 +198,23 @@ def validate_op(op: Any, *, index: int = 0) -> None:
             )
 
 
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: unlike Python's ==, true is not 1 (the handler's try-run in Node agrees)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
 def _matches(item: Any, match: Any) -> bool:
     if isinstance(match, Mapping):
-        return isinstance(item, dict) and all(k in item and item[k] == v for k, v in match.items())
-    return bool(item == match)
+        return isinstance(item, dict) and all(
+            k in item and _same(item[k], v) for k, v in match.items()
+        )
+    return _same(item, match)
 
 
 def _apply_at(target: Any, op: Mapping[str, Any], *, index: int, path: str) -> Any:
@@ -300,7 +313,7 @@ def _apply_at(target: Any, op: Mapping[str, Any], *, index: int, path: str) -> A
             (
                 i
                 for i, item in enumerate(items)
-                if isinstance(item, dict) and key in item and item[key] == value[key]
+                if isinstance(item, dict) and key in item and _same(item[key], value[key])
             ),
             None,
         )

@@ -380,13 +380,14 @@ def test_update_operations_apply_in_order(notes, host):
     callbacks = InMemoryCallbacks(data={("notes", "bag"): {"main": {"items": [{"id": "a", "n": 1}], "tags": ["x"], "gold": 5, "old": 1}}})
     ops = [
         {"op": "upsertItem", "path": "/items", "value": {"id": "a", "n": 2}},
-        {"op": "upsertItem", "path": "items", "value": {"id": "b", "n": 1}},
+        {"op": "upsertItem", "path": "/items", "value": {"id": "b", "n": 1}},
         {"op": "append", "path": "/tags", "value": "y"},
         {"op": "insert", "path": "/tags", "index": 0, "value": "w"},
-        {"op": "remove", "path": "/tags", "value": "x"},
-        {"op": "remove", "path": "/items", "id": "b"},
+        {"op": "remove", "path": "/tags", "match": "x"},
+        {"op": "remove", "path": "/items", "match": {"id": "b"}},
         {"op": "inc", "path": "/gold", "by": 2, "max": 10},
         {"op": "merge", "value": {"name": "Pack"}},
+        {"op": "set", "path": "/meta", "value": {}},  # a path's parents must exist
         {"op": "set", "path": "/meta/owner", "value": "Ana"},
         {"op": "delete", "path": "/old"},
     ]
