@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q, RestrictedError
 from django.utils import timezone
 
+from catalogue.manifest.rules import is_package_id
 from catalogue.manifest.types import Issue, LoadResult, thaw
 from catalogue.models import (
     Action,
@@ -121,9 +122,6 @@ def _https(value: Any) -> str:
     return text if re.match(r"^https://[^\s]+$", text, re.IGNORECASE) else ""
 
 
-_PACKAGE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
-
-
 def package_id_of(result: LoadResult) -> str:
     """The loader's package id when it is a well-formed id, else the folder name.
 
@@ -131,7 +129,7 @@ def package_id_of(result: LoadResult) -> str:
     its catalogue address valid and unique per folder.
     """
     written = result.package_id
-    if isinstance(written, str) and _PACKAGE_ID.match(written):
+    if isinstance(written, str) and is_package_id(written):
         return written
     return Path(result.path).name[:100]
 

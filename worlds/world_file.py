@@ -21,6 +21,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
 from ruamel.yaml.tokens import CommentToken
 
+from catalogue.manifest.rules import is_package_id
 from worlds.file_checks import (
     ID_HINT,
     ID_RE,
@@ -181,7 +182,7 @@ def _read_plugins(value: Any, error: Report) -> list[str]:
         return []
     plugins: list[str] = []
     for i, item in enumerate(value):
-        if not isinstance(item, str) or not ID_RE.match(item):
+        if not isinstance(item, str) or not is_package_id(item):
             error(pointer("plugins", i), "bad-id", f"{item!r} is not a package ID")
         elif item in plugins:
             error(pointer("plugins", i), "duplicate", f"{item!r} is listed twice")
@@ -201,7 +202,7 @@ def _read_plugin_settings(value: Any, error: Report) -> dict[str, dict[str, Any]
     presets: dict[str, dict[str, Any]] = {}
     for plugin_id, values in value.items():
         where = pointer("pluginSettings", str(plugin_id))
-        if not isinstance(plugin_id, str) or not ID_RE.match(plugin_id):
+        if not isinstance(plugin_id, str) or not is_package_id(plugin_id):
             error(where, "bad-id", f"{plugin_id!r} is not a package ID")
             continue
         if values is None:

@@ -249,12 +249,12 @@ class _Loader:
         for name in folders:
             relative = f"{RUNTIMES_DIR}/{name}/{RUNTIME_FILE}"
             self.current_file = relative
-            if not rules.PACKAGE_ID.match(name) or len(name) > rules.MAX_ID_LENGTH:
+            if not rules.RUNTIME_ID.fullmatch(name) or len(name) > rules.MAX_RUNTIME_ID_LENGTH:
                 ctx.error(
                     relative,
                     "",
                     "runtime-id-syntax",
-                    f"the runtime folder name {name!r} is not a valid runtime ID: lowercase letters, digits and single hyphens",
+                    f"the runtime folder name {name!r} is not a valid runtime ID: lowercase letters, digits and single hyphens, at most {rules.MAX_RUNTIME_ID_LENGTH} characters",
                 )
             if not os.path.lexists(os.path.join(self.root, RUNTIMES_DIR, name, RUNTIME_FILE)):
                 ctx.error(

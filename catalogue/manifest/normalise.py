@@ -49,11 +49,13 @@ def normalise_runtime(ctx: Context, rt: RuntimeDoc, *, single: bool) -> dict[str
         if isinstance(block, dict):
             block.setdefault("format", "summary")
             block.setdefault("maxEntries", 50)
+    tools = as_list(as_dict(ctx.data.get("contributes")).get("tools"))
     function = data.get("function")
     if isinstance(function, dict):
         # Normalised paths are package-relative, so readers need not know where the manifest sits.
         handler = function.get("handler", DEFAULT_HANDLER)
         function["handler"] = _package_relative(rt.rel_dir, handler)
+        _default_plugin_tools(function, tools, single=single)
     if isinstance(data.get("guard"), str):
         data["guard"] = _package_relative(rt.rel_dir, data["guard"])
     agent = data.get("agent")
@@ -61,11 +63,15 @@ def normalise_runtime(ctx: Context, rt: RuntimeDoc, *, single: bool) -> dict[str
         agent = data.setdefault("agent", {}) if agent is None else agent
     if isinstance(agent, dict):
         agent.setdefault("model", "story" if story else "plugin")
-        tools = as_list(as_dict(ctx.data.get("contributes")).get("tools"))
-        if single and tools and "plugin" not in as_dict(agent.get("tools")):
-            # The runtime of a single-runtime package gets every contributed tool.
-            agent.setdefault("tools", {})["plugin"] = list(tools)
+        _default_plugin_tools(agent, tools, single=single)
     return data
+
+
+def _default_plugin_tools(block: dict[str, Any], tools: list[Any], *, single: bool) -> None:
+    """The runtime of a single-runtime package gets every contributed tool (agent.tools.plugin
+    and function.tools.plugin alike) when it lists none."""
+    if single and tools and "plugin" not in as_dict(block.get("tools")):
+        block.setdefault("tools", {})["plugin"] = list(tools)
 
 
 def derived_tags(data: dict[str, Any], runtimes: list[dict[str, Any]]) -> list[str]:

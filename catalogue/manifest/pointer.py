@@ -1,7 +1,8 @@
-"""JSON pointers (RFC 6901) for issue paths."""
+"""JSON pointers (RFC 6901): issue paths, and the check of pointers a manifest writes."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 
@@ -17,3 +18,11 @@ def pointer(parts: Iterable[str | int]) -> str:
 def join(base: str, *parts: str | int) -> str:
     """Extend an existing pointer."""
     return base + pointer(parts)
+
+
+# RFC 6901: "" (the whole value), or "/"-prefixed tokens in which "~" is only "~0" or "~1".
+_POINTER = re.compile(r"(?:/(?:[^~/]|~[01])*)*")
+
+
+def is_pointer(text: str) -> bool:
+    return _POINTER.fullmatch(text) is not None

@@ -8,17 +8,37 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema.exceptions import SchemaError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+
 from catalogue.manifest.context import PLUGIN_FILE, Context, RuntimeDoc
 from catalogue.manifest.hostrange import RangeError, parse_version, satisfies
-from catalogue.manifest.pointer import join
+from catalogue.manifest.pointer import is_pointer, join
 
-PACKAGE_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-MAX_ID_LENGTH = 64
+# Exactly the spec's "lowercase letters, digits and hyphens": "a--b" or "-a" are IDs too. Used
+# with fullmatch, so a trailing newline is not let through.
+PACKAGE_ID = re.compile(r"[a-z0-9-]+")
+# The spec sets no length; the hub stores a package id in 100-character columns (catalogue,
+# approvals, worlds, sessions), so a longer one is refused here rather than failing at indexing.
+MAX_PACKAGE_ID_LENGTH = 100
+
+
+def is_package_id(text: str) -> bool:
+    """Whether text is a package ID the hub takes (the spec's syntax, at most 100 characters)."""
+    return len(text) <= MAX_PACKAGE_ID_LENGTH and PACKAGE_ID.fullmatch(text) is not None
+
+
+# Runtime folder names: the spec sets no syntax, so ours stays strict (kebab-case, at most 64).
+RUNTIME_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+MAX_RUNTIME_ID_LENGTH = 64
 RESERVED_IDS = frozenset({"framework"})
 CONTRACT_ID = re.compile(r"^[a-z][a-z0-9.-]*@[1-9][0-9]*$")
 MAX_AUTHOR_LINKS = 6
@@ -326,12 +346,19 @@ def _check_id(ctx: Context, folder: str) -> None:
     f = PLUGIN_FILE
     written = ctx.data.get("id")
     if isinstance(written, str):
-        if len(written) > MAX_ID_LENGTH or not PACKAGE_ID.match(written):
+        if not PACKAGE_ID.fullmatch(written):
             ctx.error(
                 f,
                 "/id",
                 "id-syntax",
-                f"{written!r} is not a package ID: lowercase letters, digits and single hyphens, at most {MAX_ID_LENGTH} characters",
+                f"{written!r} is not a package ID: lowercase letters, digits and hyphens only",
+            )
+        elif len(written) > MAX_PACKAGE_ID_LENGTH:
+            ctx.error(
+                f,
+                "/id",
+                "id-too-long",
+                f"the id is {len(written)} characters; the hub stores at most {MAX_PACKAGE_ID_LENGTH}",
             )
         elif written != folder:
             ctx.error(
@@ -347,12 +374,19 @@ def _check_id(ctx: Context, folder: str) -> None:
         return
     if "id" in ctx.data:
         return  # a non-string id: the schema reports its type
-    if len(folder) > MAX_ID_LENGTH or not PACKAGE_ID.match(folder):
+    if not PACKAGE_ID.fullmatch(folder):
         ctx.error(
             f,
             "",
             "id-syntax",
-            f"the folder name {folder!r} is not a valid package ID: lowercase letters, digits and single hyphens",
+            f"the folder name {folder!r} is not a valid package ID: lowercase letters, digits and hyphens only",
+        )
+    elif len(folder) > MAX_PACKAGE_ID_LENGTH:
+        ctx.error(
+            f,
+            "",
+            "id-too-long",
+            f"the folder name, the package ID, is {len(folder)} characters; the hub stores at most {MAX_PACKAGE_ID_LENGTH}",
         )
     if folder in RESERVED_IDS:
         ctx.error(f, "", "id-reserved", f"{folder!r} is reserved and cannot be a package ID")
@@ -469,6 +503,20 @@ def _check_contributes(ctx: Context) -> None:
             ctx.check_path(spec, file=f, path=join(f"{base}/ui", placement, i))
 
     namespaces = _namespaces(c)
+    for i, extension in items(c.get("extensions")):
+        for j, namespace in items(as_dict(extension).get("watch")):
+            if (
+                isinstance(namespace, str)
+                and namespaces is not None
+                and namespace not in namespaces
+            ):
+                ctx.error(
+                    f,
+                    f"{base}/extensions/{i}/watch/{j}",
+                    "namespace-undeclared",
+                    f"watch names {namespace!r}, which is not one of this package's data namespaces "
+                    "(contributes.data or datasets); a slot refreshes only on its own data",
+                )
     for name, projection in entries(c.get("worldProjections")):
         projection = as_dict(projection)
         ctx.check_path(
@@ -649,18 +697,145 @@ def _check_datasets(ctx: Context, datasets: Any) -> None:
 
 
 _EDITION = re.compile(r"^(?P<stem>.+?)\.[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*(?P<ext>\.[A-Za-z]+)$")
+SOURCE_EXTENSIONS = (".yaml", ".yml", ".json")
+# The spec defines one wildcard form, <dir>/*.<ext>; any other glob character is refused.
+_GLOB_CHARACTERS = frozenset("*?[]{}")
+# An authoring example is JSON an author wrote by hand; anything bigger is a mistake.
+MAX_EXAMPLE_BYTES = 1024 * 1024
+MAX_EXAMPLE_ERRORS = 5
 
 
-def _kernel_owned(path: str) -> bool:
-    clean = path.strip().lstrip("./")
+def source_path_form(path: str) -> str:
+    """What an authoring.source.path names: "file" (.yaml, .yml, .json), "files" (<dir>/*.<ext>)
+    or "media" (a directory: no extension, a trailing / allowed). Raises ValueError saying why
+    path is none of these. A leading "./" is allowed; it names the same path."""
+    text = path.removeprefix("./")
+    if text.startswith(("/", "~")) or re.match(r"[A-Za-z]:", text) or "://" in text:
+        raise ValueError("must be relative to the world package, like data/quests.yaml")
+    if "\\" in text:
+        raise ValueError("must separate folders with /, not \\")
+    parts = text.removesuffix("/").split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise ValueError("may not have empty, . or .. parts: it stays inside the world package")
+    extension = posixpath.splitext(parts[-1])[1]
+    if any(_GLOB_CHARACTERS & set(part) for part in parts):
+        if (
+            len(parts) < 2
+            or parts[-1] != "*" + extension
+            or extension not in SOURCE_EXTENSIONS
+            or any(_GLOB_CHARACTERS & set(part) for part in parts[:-1])
+            or text.endswith("/")
+        ):
+            raise ValueError(
+                "uses a wildcard the spec does not define: the only one is <dir>/*.yaml "
+                "(or .yml, .json), every such file of one folder"
+            )
+        return "files"
+    if not extension:
+        return "media"
+    if extension not in SOURCE_EXTENSIONS or text.endswith("/"):
+        raise ValueError(
+            "must end in .yaml, .yml or .json, or name a media directory (no extension)"
+        )
+    return "file"
+
+
+def kernel_owned(path: str) -> str | None:
+    """The kernel-owned world path that a valid source path names, or None.
+
+    A path names an owned path when it is that path, lies inside an owned folder, holds an
+    owned path (a media directory), is a locale edition of it (data/lorebook.zh.yaml), or
+    is a wildcard that matches it (data/*.yaml matches data/lorebook.yaml).
+    """
+    clean = path.removeprefix("./").removesuffix("/")
+    folder, _, name = clean.rpartition("/")
+    edition = _EDITION.match(clean)
     for owned in KERNEL_WORLD_PATHS:
-        if owned.endswith("/"):
-            if clean == owned[:-1] or clean.startswith(owned):
-                return True
-        elif clean == owned:
-            return True
-    match = _EDITION.match(clean)
-    return bool(match) and (match.group("stem") + match.group("ext")) in KERNEL_WORLD_PATHS
+        bare = owned.removesuffix("/")
+        inside = owned.endswith("/") and clean.startswith(owned)
+        if clean == bare or inside or bare.startswith(clean + "/"):
+            return owned
+        if edition and edition.group("stem") + edition.group("ext") == owned:
+            return f"an edition of {owned}"
+        if name.startswith("*") and posixpath.dirname(bare) == folder and bare.endswith(name[1:]):
+            return owned
+    return None
+
+
+def _load_json(ctx: Context, relative: str) -> Any:
+    """The JSON value of a package file; ValueError says why there is none."""
+    try:
+        with open(os.path.join(ctx.root, relative), "rb") as handle:
+            raw = handle.read(MAX_EXAMPLE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_EXAMPLE_BYTES:
+        raise ValueError(f"is larger than {MAX_EXAMPLE_BYTES} bytes")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        reason = exc if isinstance(exc, ValueError) else "nested too deeply"
+        raise ValueError(f"is not valid JSON: {reason}") from None
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _check_example(ctx: Context, example: str, schema_path: str, *, path: str) -> None:
+    """authoring.example is a source value: a list of records (or one record), each of which
+    the namespace schema must accept. Only references inside the schema file are followed:
+    the loader never fetches anything."""
+    f = PLUGIN_FILE
+    try:
+        value = _load_json(ctx, example)
+    except ValueError as exc:
+        ctx.error(f, path, "authoring-example-invalid", f"the example {example} {exc}")
+        return
+    try:
+        schema = _load_json(ctx, schema_path)
+        if not isinstance(schema, dict | bool):
+            raise ValueError("is not a JSON Schema (an object)")
+        kind = validators.validator_for(schema, default=Draft202012Validator)
+        try:
+            kind.check_schema(schema)
+        except SchemaError as exc:
+            raise ValueError(f"is not a valid JSON Schema: {_shorten(exc.message)}") from None
+        validator = kind(schema, registry=Registry())
+        records = value if isinstance(value, list) else [value]
+        found: list[tuple[str, ValidationError]] = []
+        for i, record in enumerate(records):
+            prefix = f"/{i}" if isinstance(value, list) else ""
+            found += [(join(prefix, *e.absolute_path), e) for e in validator.iter_errors(record)]
+    except ValueError as exc:
+        problem = str(exc)
+    except Unresolvable as exc:
+        problem = f"has a $ref outside the file, which the loader does not follow: {exc}"
+    except RecursionError:
+        problem = "refers to itself without end"
+    else:
+        for where, error in found[:MAX_EXAMPLE_ERRORS]:
+            ctx.error(
+                f,
+                path,
+                "authoring-example-invalid",
+                f"the example {example} at {where or '/'} breaks the rule {error.validator!r} "
+                f"of {schema_path}: {_shorten(error.message)}",
+            )
+        if len(found) > MAX_EXAMPLE_ERRORS:
+            ctx.error(
+                f,
+                path,
+                "authoring-example-invalid",
+                f"the example {example} has {len(found) - MAX_EXAMPLE_ERRORS} more errors",
+            )
+        return
+    ctx.error(
+        f,
+        path,
+        "authoring-example-unchecked",
+        f"the example {example} cannot be checked: the namespace schema {schema_path} {problem}",
+    )
 
 
 def _check_data(ctx: Context, data: Any) -> None:
@@ -668,7 +843,7 @@ def _check_data(ctx: Context, data: Any) -> None:
     for name, namespace in entries(data):
         namespace = as_dict(namespace)
         where = join("/contributes/data", name)
-        ctx.check_path(namespace.get("schema"), file=f, path=f"{where}/schema")
+        schema_path = ctx.check_path(namespace.get("schema"), file=f, path=f"{where}/schema")
         for j, contract in items(namespace.get("accepts")):
             check_contract(ctx, contract, file=f, path=f"{where}/accepts/{j}")
         authoring = as_dict(namespace.get("authoring"))
@@ -676,8 +851,9 @@ def _check_data(ctx: Context, data: Any) -> None:
             continue
         aw = f"{where}/authoring"
         if "example" in authoring:
-            ctx.check_path(authoring.get("example"), file=f, path=f"{aw}/example")
-        source = authoring.get("source")
+            example = ctx.check_path(authoring.get("example"), file=f, path=f"{aw}/example")
+            if example and schema_path:
+                _check_example(ctx, example, schema_path, path=f"{aw}/example")
         if "characterField" in authoring and "source" in authoring:
             ctx.error(
                 f,
@@ -685,15 +861,29 @@ def _check_data(ctx: Context, data: Any) -> None:
                 "authoring-source-conflict",
                 "characterField cannot be used together with source",
             )
-        source = as_dict(source)
+        source = as_dict(authoring.get("source"))
         source_path = source.get("path")
-        if isinstance(source_path, str) and _kernel_owned(source_path):
-            ctx.error(
-                f,
-                f"{aw}/source/path",
-                "authoring-source-reserved",
-                f"{source_path!r} is owned by the kernel or the world package itself",
-            )
+        form = None
+        if isinstance(source_path, str):
+            try:
+                form = source_path_form(source_path)
+            except ValueError as exc:
+                ctx.error(
+                    f,
+                    f"{aw}/source/path",
+                    "authoring-source-path-invalid",
+                    f"{source_path!r} {exc}",
+                )
+            else:
+                owned = kernel_owned(source_path)
+                if owned:
+                    ctx.error(
+                        f,
+                        f"{aw}/source/path",
+                        "authoring-source-reserved",
+                        f"{source_path!r} names {owned}, which the kernel or the world package "
+                        "itself owns",
+                    )
         if authoring.get("generate") in ("offer", "default"):
             if "example" not in authoring:
                 ctx.error(
@@ -703,13 +893,13 @@ def _check_data(ctx: Context, data: Any) -> None:
                     "generate needs an example",
                 )
             keyed_source = (
-                bool(source)
+                form in ("file", "files")
                 and source.get("visibility", "public") == "public"
-                and isinstance(source_path, str)
-                and "." in source_path.rsplit("/", 1)[-1]  # a media directory has no extension
                 and source.get("key", "id") == "id"
             )
-            if "characterField" not in authoring and not keyed_source:
+            # An invalid source path is already reported; do not also call the source missing.
+            judged = form is not None or not isinstance(source_path, str)
+            if "characterField" not in authoring and not keyed_source and judged:
                 ctx.error(
                     f,
                     f"{aw}/generate",
@@ -756,11 +946,12 @@ def check_runtime(ctx: Context, rt: RuntimeDoc) -> None:
 
     schedule = as_dict(r.get("schedule"))
     trigger = as_dict(schedule.get("trigger"))
-    trigger_type = trigger.get("type", "auto")
+    subagent = schedule.get("subagentOnly") is True
+    # subagentOnly implies trigger: manual, written or not.
+    trigger_type = trigger.get("type", "manual" if subagent else "auto")
     stage = schedule.get("stage")
     io = as_dict(r.get("io"))
     story = io.get("visibility") == "story"
-    subagent = schedule.get("subagentOnly") is True
     agent = r.get("agent")
     function = r.get("function")
 
@@ -845,11 +1036,16 @@ def check_runtime(ctx: Context, rt: RuntimeDoc) -> None:
             "an auto-triggered runtime (the default) needs schedule.stage",
         )
     if "every" in schedule and trigger_type != "auto":
+        why = (
+            "a subagentOnly runtime is triggered manually"
+            if subagent
+            else f"this trigger is {trigger_type}"
+        )
         ctx.error(
             f,
             join(b, "schedule", "every"),
             "every-not-auto",
-            "schedule.every applies only to auto triggers",
+            f"schedule.every applies only to auto triggers; {why}",
         )
     if schedule.get("background") is True and trigger_type == "auto" and not subagent:
         ctx.error(
@@ -934,6 +1130,16 @@ def check_runtime(ctx: Context, rt: RuntimeDoc) -> None:
                     "committed-input-select",
                     "select is not allowed with scope: committed; committed inputs read the whole export",
                 )
+        select = binding.get("select")
+        selectable = "kernel" not in source and binding.get("scope") != "committed"
+        if isinstance(select, str) and selectable and not is_pointer(select):
+            ctx.error(
+                f,
+                join(where, "select"),
+                "select-not-pointer",
+                f'select {select!r} is not a JSON Pointer (RFC 6901): write "" for the whole '
+                "value or /field/0, with ~0 for ~ and ~1 for / inside a name",
+            )
         if story and "contract" in source and binding.get("required") is not False:
             ctx.error(
                 f,

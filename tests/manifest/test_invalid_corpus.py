@@ -6,6 +6,7 @@ states the complete list of errors it must produce: file, JSON pointer and code,
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ class Case:
 
 
 RT_A = {"schedule": {"stage": "post-turn"}, "agent": {}}
+# A valid authoring example of the facts namespace (its schema is NOTE_SCHEMA).
+FACTS_EXAMPLE = json.dumps([{"id": "gate-is-locked", "text": "The gate is locked at dusk."}])
 RT_B = {"schedule": {"stage": "audit"}, "agent": {}}
 
 CASES = [
@@ -114,6 +117,7 @@ CASES = [
     Case("id-mismatch", set={"/id": "other"}, expect=[(P, "/id", "id-mismatch")]),
     Case("id-syntax-written", set={"/id": "Bad_Id"}, expect=[(P, "/id", "id-syntax")]),
     Case("id-syntax-folder", name="Bad_Name", expect=[(P, "", "id-syntax")]),
+    Case("id-too-long-folder", name="x" * 101, expect=[(P, "", "id-too-long")]),
     Case("id-reserved-folder", name="framework", expect=[(P, "", "id-reserved")]),
     Case(
         "id-reserved-written",
@@ -390,12 +394,51 @@ CASES = [
             "/contributes/data/facts/authoring": {
                 "title": "Facts",
                 "generate": "default",
-                "example": "./schemas/note.schema.json",
+                "example": "./examples/facts.json",
                 "source": {"path": "media/facts"},
             }
         },
+        files={"examples/facts.json": FACTS_EXAMPLE},
         expect=[
             (P, "/contributes/data/facts/authoring/generate", "authoring-generate-needs-source")
+        ],
+    ),
+    Case(
+        "authoring-example-invalid",
+        set={
+            "/contributes/data/facts/authoring": {
+                "title": "Facts",
+                "example": "./examples/facts.json",
+            }
+        },
+        files={"examples/facts.json": json.dumps([{"id": "gate", "text": 5}])},
+        expect=[(P, "/contributes/data/facts/authoring/example", "authoring-example-invalid")],
+    ),
+    Case(
+        "authoring-example-unchecked",
+        set={
+            "/contributes/data/facts/schema": "./schemas/facts.schema.json",
+            "/contributes/data/facts/authoring": {
+                "title": "Facts",
+                "example": "./examples/facts.json",
+            },
+        },
+        files={
+            "examples/facts.json": FACTS_EXAMPLE,
+            "schemas/facts.schema.json": json.dumps({"$ref": "https://example.com/fact.json"}),
+        },
+        expect=[(P, "/contributes/data/facts/authoring/example", "authoring-example-unchecked")],
+    ),
+    Case(
+        "authoring-source-path-invalid",
+        set={
+            "/contributes/data/facts/authoring": {
+                "title": "Facts",
+                "source": {"path": "data/**/*.yaml"},
+            }
+        },
+        expect=[
+            (P, "/contributes/data/facts/authoring/source/path", "authoring-source-path-invalid")
         ],
     ),
     Case(
@@ -418,6 +461,15 @@ CASES = [
         "namespace-undeclared-self-data",
         set={"/runtime/io/selfData": [{"namespace": "ghosts", "as": "<ghosts>"}]},
         expect=[(P, "/runtime/io/selfData/0/namespace", "namespace-undeclared")],
+    ),
+    Case(
+        "namespace-undeclared-watch",
+        set={
+            "/contributes/extensions": [
+                {"point": "ui.slot@1", "id": "tray", "slot": "sidebar", "watch": ["ghosts"]}
+            ]
+        },
+        expect=[(P, "/contributes/extensions/0/watch/0", "namespace-undeclared")],
     ),
     Case(
         "namespace-undeclared-projection",
@@ -719,6 +771,11 @@ CASES = [
         expect=[(P, "/runtime/io/inputs/narrative/select", "committed-input-select")],
     ),
     Case(
+        "select-not-pointer",
+        set={"/runtime/io/inputs/narrative/select": "narrativeOutput"},
+        expect=[(P, "/runtime/io/inputs/narrative/select", "select-not-pointer")],
+    ),
+    Case(
         "kernel-input-extra-field",
         set={
             "/runtime/io/inputs/turn": {
@@ -804,6 +861,11 @@ CASES = [
     Case(
         "every-not-auto",
         set={"/runtime/schedule": {"trigger": {"type": "manual"}, "every": 2}},
+        expect=[(P, "/runtime/schedule/every", "every-not-auto")],
+    ),
+    Case(
+        "every-subagent-only",
+        set={"/runtime/schedule": {"subagentOnly": True, "every": 2}},
         expect=[(P, "/runtime/schedule/every", "every-not-auto")],
     ),
     Case(

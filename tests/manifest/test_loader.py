@@ -98,6 +98,51 @@ def test_function_runtime_defaults_to_handler_js(make_package: PackageFactory) -
     assert "agent" not in rt.data
 
 
+def test_a_single_function_runtime_gets_every_contributed_tool(
+    make_package: PackageFactory,
+) -> None:
+    """function.tools.plugin defaults like agent.tools.plugin: the spec gives both the same rule."""
+    files = {"handler.js": "x", "server/index.js": "x"}
+    contributes = {"tools": ["a", "b"]}
+
+    def function_of(function: dict[str, Any], name: str, **extra: Any) -> Any:
+        fm = minimal(
+            contributes=contributes,
+            runtime={"schedule": {"stage": "post-turn"}, "function": function},
+            **extra,
+        )
+        result = load_package(make_package(fm, name=name, base_files=False, files=files))
+        assert result.ok, [str(e) for e in result.errors]
+        return thaw(result.manifest.runtimes[0].data["function"])  # type: ignore[union-attr]
+
+    assert function_of({}, "bare")["tools"] == {"plugin": ["a", "b"]}
+    builtin = function_of({"tools": {"builtin": ["get-character"]}}, "builtin")
+    assert builtin["tools"] == {"builtin": ["get-character"], "plugin": ["a", "b"]}
+    # A written list, even an empty one, is kept as written.
+    assert function_of({"tools": {"plugin": []}}, "none")["tools"] == {"plugin": []}
+    assert function_of({"tools": {"plugin": ["b"]}}, "some")["tools"] == {"plugin": ["b"]}
+
+
+def test_runtimes_of_a_package_with_several_get_no_default_tools(
+    make_package: PackageFactory,
+) -> None:
+    runtime = {"schedule": {"stage": "post-turn"}, "function": {}}
+    root = make_package(
+        minimal(contributes={"tools": ["a"]}),
+        base_files=False,
+        files={
+            "server/index.js": "x",
+            "runtimes/one/handler.js": "x",
+            "runtimes/two/handler.js": "x",
+        },
+        runtimes={"one": runtime, "two": {**runtime, "schedule": {"stage": "audit"}}},
+    )
+    result = load_package(root)
+    assert result.ok, [str(e) for e in result.errors]
+    for rt in result.manifest.runtimes:  # type: ignore[union-attr]
+        assert "tools" not in rt.data["function"]
+
+
 def test_provides_is_normalised_and_includes_runtime_outputs(make_package: PackageFactory) -> None:
     fm = minimal(
         provides=["ext.notes@1", {"contract": "notes.engine@2", "default": True}],

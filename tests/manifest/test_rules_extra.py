@@ -171,3 +171,117 @@ def test_a_host_version_that_is_not_x_y_z_is_reported(
     assert codes(result) == [(P, "/covel", "host-version-invalid")]
     del base["covel"]
     assert load_package(make_package(base, name="free"), host_version="dev").ok
+
+
+# ---------------------------------------------------------------- package ids
+
+
+@pytest.mark.parametrize("package_id", ["a--b", "-a", "a-", "-", "7", "a" * 65, "x" * 100])
+def test_any_lowercase_letters_digits_and_hyphens_make_an_id(
+    make_package: PackageFactory, base: dict[str, Any], package_id: str
+) -> None:
+    """The spec says only "lowercase letters, digits and hyphens": no hyphen rule, and no length
+    rule below the 100 characters the hub stores."""
+    assert load_package(make_package(base, name=package_id)).ok
+    put(base, "/id", package_id)
+    result = load_package(make_package(base, name=package_id))
+    assert result.ok, [str(e) for e in result.errors]
+    assert result.manifest is not None and result.manifest.id == package_id
+
+
+@pytest.mark.parametrize("package_id", ["Notes", "no_tes", "no.tes", "notes\n", ""])
+def test_other_characters_are_not_an_id(
+    make_package: PackageFactory, base: dict[str, Any], package_id: str
+) -> None:
+    put(base, "/id", package_id)
+    [issue] = load_package(make_package(base)).errors
+    assert (issue.file, issue.path, issue.code) == (P, "/id", "id-syntax")
+    assert repr(package_id) in issue.message
+    assert "lowercase letters, digits and hyphens only" in issue.message
+
+
+def test_an_id_longer_than_the_hub_stores_is_refused_with_its_length(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    long_id = "x" * 101
+    [issue] = load_package(make_package(base, name=long_id)).errors
+    assert (issue.file, issue.path, issue.code) == (P, "", "id-too-long")
+    assert "101 characters; the hub stores at most 100" in issue.message
+    put(base, "/id", long_id)
+    [issue] = load_package(make_package(base, name=long_id)).errors
+    assert (issue.file, issue.path, issue.code) == (P, "/id", "id-too-long")
+
+
+def test_the_id_still_equals_the_folder_and_framework_stays_reserved(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    put(base, "/id", "a--b")
+    assert codes(load_package(make_package(base, name="a-b"))) == [(P, "/id", "id-mismatch")]
+    assert codes(load_package(make_package({**base, "id": "framework"}, name="framework"))) == [
+        (P, "/id", "id-reserved")
+    ]
+
+
+# ---------------------------------------------------------------- io.inputs.*.select
+
+
+@pytest.mark.parametrize("select", ["", "/", "/narrativeOutput", "/a~0b/a~1b/0", "/ /x"])
+def test_a_select_that_is_a_json_pointer_passes(
+    make_package: PackageFactory, base: dict[str, Any], select: str
+) -> None:
+    put(base, "/runtime/io/inputs/narrative/select", select)
+    assert load_package(make_package(base)).ok
+
+
+@pytest.mark.parametrize("select", ["narrativeOutput", "/a~2b", "/a~", "~0", "#/narrative"])
+def test_a_select_that_is_no_json_pointer_is_refused(
+    make_package: PackageFactory, base: dict[str, Any], select: str
+) -> None:
+    put(base, "/runtime/io/inputs/narrative/select", select)
+    [issue] = load_package(make_package(base)).errors
+    where = "/runtime/io/inputs/narrative/select"
+    assert (issue.file, issue.path, issue.code) == (P, where, "select-not-pointer")
+    assert repr(select) in issue.message and "JSON Pointer (RFC 6901)" in issue.message
+
+
+def test_a_select_where_none_is_allowed_is_reported_once(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    put(base, "/runtime/io/inputs/turn", {"from": {"kernel": "turn-digest@1"}, "select": "x"})
+    assert codes(load_package(make_package(base))) == [
+        (P, "/runtime/io/inputs/turn/select", "kernel-input-extra-field")
+    ]
+
+
+# ---------------------------------------------------------------- extensions[].watch
+
+
+def test_a_slot_watches_only_its_own_namespaces(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    slot = {"point": "ui.slot@1", "id": "tray", "slot": "sidebar"}
+    # facts is a contributes.data namespace, notes a dataset: both are the package's own.
+    put(base, "/contributes/extensions", [{**slot, "watch": ["facts", "notes"]}])
+    assert load_package(make_package(base)).ok
+    put(base, "/contributes/extensions", [{**slot, "watch": ["facts", "inventory.items"]}])
+    [issue] = load_package(make_package(base, name="other")).errors
+    assert (issue.file, issue.path, issue.code) == (
+        P,
+        "/contributes/extensions/0/watch/1",
+        "namespace-undeclared",
+    )
+    assert "'inventory.items'" in issue.message and "data namespaces" in issue.message
+
+
+# ---------------------------------------------------------------- subagentOnly
+
+
+def test_a_subagent_has_no_every(make_package: PackageFactory, base: dict[str, Any]) -> None:
+    """subagentOnly implies trigger: manual, and every is for auto triggers only."""
+    put(base, "/runtime/schedule", {"subagentOnly": True, "every": 3})
+    [issue] = load_package(make_package(base)).errors
+    assert (issue.file, issue.path, issue.code) == (P, "/runtime/schedule/every", "every-not-auto")
+    assert "applies only to auto triggers" in issue.message
+    assert "subagentOnly runtime is triggered manually" in issue.message
+    put(base, "/runtime/schedule", {"subagentOnly": True})
+    assert load_package(make_package(base, name="plain")).ok

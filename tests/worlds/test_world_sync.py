@@ -88,6 +88,25 @@ def test_every_field_error_is_reported_with_its_path(db, worlds_root: Path) -> N
     )
 
 
+def test_a_world_names_packages_by_the_manifest_id_rule(db, worlds_root: Path) -> None:
+    """Any id a package may have ("a--b", "-a") may be listed; a longer id than the hub stores
+    may not."""
+    long_id = "x" * 101
+    text = (
+        "name: Ids\ndescription: Package ids\n"
+        f"plugins: [a--b, -a, {long_id}]\n"
+        f"pluginSettings:\n  a--b: {{}}\n  {long_id}: {{}}\n"
+    )
+    write_world(worlds_root, "ids", text)
+    [result] = world_sync(dirs=[worlds_root]).results
+    assert sorted(issues(result)) == sorted(
+        [
+            ("world.yaml", "/plugins/2", "bad-id"),
+            ("world.yaml", f"/pluginSettings/{long_id}", "bad-id"),
+        ]
+    )
+
+
 def test_a_folder_without_world_yaml_and_a_non_mapping_file_are_errors(
     db, worlds_root: Path
 ) -> None:
