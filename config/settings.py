@@ -112,8 +112,10 @@ COVEL_MODEL_SLOTS = [s for s in env_str("COVEL_MODEL_SLOTS", "").split(",") if s
 COVEL_HTTP_CA_BUNDLE = env_str("COVEL_HTTP_CA_BUNDLE", "") or None
 # Largest response body covel.http accepts.
 COVEL_HTTP_MAX_RESPONSE_BYTES = env_int("COVEL_HTTP_MAX_RESPONSE_BYTES", 5 * 1024 * 1024)
-# The configuration source plugins read (every_from, config_reads); Go duration strings.
-COVEL_SOURCE_CONFIG: dict = {}
+# The configuration source plugins read (every_from, config_reads); Go duration strings. Its
+# keys and tables are what config_reads may name: the host's tables the spec names exist, empty,
+# so a plugin may read them (the bundled localfeed reads "sweep") before an operator sets a value.
+COVEL_SOURCE_CONFIG: dict = {"sweep": {}, "items": {}, "turns": {}}
 # A source job's run limit when its manifest names no timeout.
 COVEL_SOURCE_JOB_TIMEOUT = env_str("COVEL_SOURCE_JOB_TIMEOUT", "60s")
 # Heap cap of each worker's Node plugin host, in MB; a host over it dies and restarts.

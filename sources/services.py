@@ -22,6 +22,7 @@ from sources.manifest import (
     MANIFEST,
     SourceLoadResult,
     binary_path,
+    config_reads_issues,
     content_hash,
     load_source_plugin,
     parse_duration,
@@ -119,6 +120,14 @@ def _clash_issues(row: SourcePlugin) -> list[dict[str, str]]:
     return [e for e in row.errors if e.get("code") == "view-id-taken"]
 
 
+def _config_verdict_changed(row: SourcePlugin, config_keys: frozenset[str]) -> bool:
+    """Whether the configuration's keys now judge the row's config_reads otherwise."""
+    stored = [e for e in row.errors if e.get("code") == "config-key"]
+    manifest = row.manifest if isinstance(row.manifest, dict) else {}
+    now = config_reads_issues(manifest, config_keys=config_keys)
+    return stored != [i.as_dict() for i in now if i.code == "config-key"]
+
+
 def source_plugins_sync(
     *, dirs: Iterable[Path] | None = None, now: datetime | None = None
 ) -> SyncReport:
@@ -129,6 +138,7 @@ def source_plugins_sync(
     """
     now = now or timezone.now()
     report = SyncReport()
+    config_keys = source_config_keys()
     existing = {p.plugin_id: p for p in SourcePlugin.objects.all()}
     by_folder = {p.folder: p for p in existing.values()}
     results: dict[str, SourceLoadResult] = {}
@@ -139,10 +149,13 @@ def source_plugins_sync(
             plugin_id: str = row.plugin_id
             if plugin_id in results or plugin_id in kept:
                 report.skipped.append(str(folder))
+            elif _config_verdict_changed(row, config_keys):
+                # The configuration changed under an unchanged folder: judge it again.
+                results[plugin_id] = load_source_plugin(folder, config_keys=config_keys)
             else:
                 kept[plugin_id] = row
             continue
-        result = load_source_plugin(folder)
+        result = load_source_plugin(folder, config_keys=config_keys)
         if result.plugin_id in results or result.plugin_id in kept:
             report.skipped.append(str(folder))  # the first folder of an id wins
             continue
@@ -159,7 +172,8 @@ def source_plugins_sync(
     clashes = view_id_clashes_by_views(views)
     for pid, row in list(kept.items()):
         if [i.as_dict() for i in clashes.get(pid, [])] != _clash_issues(row):
-            results[pid] = load_source_plugin(row.folder)  # its verdict changed with another plugin
+            # Its verdict changed with another plugin.
+            results[pid] = load_source_plugin(row.folder, config_keys=config_keys)
             del kept[pid]
     for pid, issues in clashes.items():
         if pid in results:
@@ -243,17 +257,64 @@ def source_config() -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def source_config_value(*, key: str, config: Mapping[str, Any] | None = None) -> Any:
-    """A dotted key ("sweep.fast") read as a flat key first, then through nested tables."""
+def source_config_keys(*, config: Mapping[str, Any] | None = None) -> frozenset[str]:
+    """The configuration's keys: every key and table of the configuration, dotted
+    ({"sweep": {"fast": "10m"}} and {"sweep.fast": "10m"} both have sweep and sweep.fast).
+    """
     config = source_config() if config is None else config
+    keys: set[str] = set()
+
+    def walk(prefix: str, table: Mapping[str, Any]) -> None:
+        for name, value in table.items():
+            parts = f"{prefix}{name}".split(".")
+            keys.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+            if isinstance(value, Mapping):
+                walk(f"{prefix}{name}.", value)
+
+    walk("", config)
+    return frozenset(keys)
+
+
+def source_config_value(*, key: str, config: Mapping[str, Any] | None = None) -> Any:
+    """A dotted key ("sweep.fast") read as a flat key first, then through nested tables.
+
+    A table also takes the flat dotted keys under it: with {"sweep.fast": "90s"}, "sweep" is
+    {"fast": "90s"}.
+    """
+    config = source_config() if config is None else config
+    value: Any = None
     if key in config:
-        return config[key]
-    node: Any = config
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
+        value = config[key]
+    else:
+        node: Any = config
+        for part in key.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                node = None
+                break
+            node = node[part]
+        value = node
+    prefix = key + "."
+    flat = {
+        name[len(prefix) :]: item
+        for name, item in config.items()
+        if isinstance(name, str) and name.startswith(prefix)
+    }
+    if flat and (value is None or isinstance(value, Mapping)):
+        value = {**(value or {}), **flat}
+    return value
+
+
+def source_ingest_config(*, plugin_id: str, config_reads: Iterable[str]) -> dict[str, Any]:
+    """What Ingest receives as config: the plugin's own table (the one named after its id,
+    empty when the configuration has none) and the value of each config_reads key that is set.
+    """
+    own = source_config_value(key=plugin_id)
+    config: dict[str, Any] = {plugin_id: dict(own) if isinstance(own, Mapping) else {}}
+    for key in config_reads:
+        value = source_config_value(key=key)
+        if value is not None:
+            config[key] = value
+    return config
 
 
 def source_job_interval_ns(*, job: SourceJob) -> int:
@@ -396,16 +457,14 @@ def source_job_run_execute(*, run_id: int) -> SourceJobRun | None:
     job = run.job
     plugin = job.plugin
     folder = Path(plugin.folder)
-    config_keys = plugin.source.get("config_reads", [])
-    config = {
-        key: value for key in config_keys if (value := source_config_value(key=key)) is not None
-    }
     outcome = call_ingest(
         binary=binary_path(folder, plugin.plugin_id),
         plugin_id=plugin.plugin_id,
         job=job.name,
         data_dir=source_job_data_dir(plugin_id=plugin.plugin_id),
-        config=config,
+        config=source_ingest_config(
+            plugin_id=plugin.plugin_id, config_reads=plugin.source.get("config_reads", [])
+        ),
         timeout_s=source_job_timeout_ns(job=job) / SECOND,
     )
     error = outcome.error

@@ -32,7 +32,7 @@ def re2_options() -> re2.Options:
 
 
 def re2_compile(pattern: str) -> Any:
-    """Compile as RE2 (Go's syntax); raises ValueError with RE2's message."""
+    """Compile with RE2; raises ValueError with RE2's message."""
     try:
         return re2.compile(pattern, options=re2_options())
     except re2.error as exc:
@@ -40,6 +40,81 @@ def re2_compile(pattern: str) -> Any:
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise ValueError(str(detail)) from None
+
+
+def go_regex_compile(pattern: str) -> Any:
+    """Compile a plugin's pattern as Go's regexp would: RE2, minus what only C++ RE2 accepts.
+
+    Raises ValueError with RE2's message, or with Go's for the syntax Go refuses.
+    """
+    compiled = re2_compile(pattern)
+    problem = go_syntax_problem(pattern)
+    if problem:
+        raise ValueError(problem)
+    return compiled
+
+
+def go_syntax_problem(pattern: str) -> str | None:
+    """What Go's regexp/syntax refuses in a pattern C++ RE2 has compiled, or None.
+
+    C++ RE2 takes \\C (any byte, which may split a UTF-8 character) and capture names with
+    non-ASCII letters; Go refuses both. The scan skips \\Q...\\E literals, escaped characters
+    (so \\\\C is a backslash and a C) and character classes.
+    """
+    i, end = 0, len(pattern)
+    while i < end:
+        char = pattern[i]
+        if char == "\\" and i + 1 < end:
+            escaped = pattern[i + 1]
+            if escaped == "Q":
+                close = pattern.find("\\E", i + 2)
+                if close < 0:
+                    return None  # the rest of the pattern is literal text
+                i = close + 2
+                continue
+            if escaped == "C":
+                return (
+                    "invalid escape sequence: \\C (Go's regexp has no any-byte escape; "
+                    "use . for any character)"
+                )
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(pattern, i)
+            continue
+        if pattern.startswith(("(?P<", "(?<"), i):
+            start = pattern.index("<", i) + 1
+            close = pattern.find(">", start)
+            name = pattern[start:close] if close >= 0 else ""
+            if close >= 0 and not _GO_CAPTURE_NAME.fullmatch(name):
+                return (
+                    f"invalid named capture: {pattern[i : close + 1]} "
+                    "(Go allows only ASCII letters, digits and _ in a group name)"
+                )
+        i += 1
+    return None
+
+
+_GO_CAPTURE_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index just past the character class opening at start (RE2 has checked it)."""
+    i = start + 1
+    if pattern.startswith("^", i):
+        i += 1
+    if pattern.startswith("]", i):
+        i += 1  # a ] first in a class is itself
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+        elif pattern.startswith("[:", i) and (close := pattern.find(":]", i + 2)) >= 0:
+            i = close + 2
+        elif pattern[i] == "]":
+            return i + 1
+        else:
+            i += 1
+    return i
 
 
 class TemplateError(ValueError):
@@ -67,10 +142,9 @@ class Template:
         return "".join(out)
 
 
-def parse_template(text: str) -> Template:
-    """Split "{owner}/{repo}#{number}"; TemplateError on a bad or repeated placeholder."""
+def _split(text: str) -> tuple[tuple[str, str], ...]:
+    """The literal parts and placeholders of a template; TemplateError on bad placeholder syntax."""
     parts: list[tuple[str, str]] = []
-    seen: set[str] = set()
     position = 0
     for match in _PLACEHOLDER.finditer(text):
         literal = text[position : match.start()]
@@ -83,13 +157,6 @@ def parse_template(text: str) -> Template:
             raise TemplateError(
                 f"placeholder {{{name}}} is not a field name (letters, digits and _, not starting with a digit)"
             )
-        if name in seen:
-            raise TemplateError(f"field {{{name}}} appears twice")
-        if parts and parts[-1][0] == "field":
-            raise TemplateError(
-                f"fields {{{parts[-1][1]}}} and {{{name}}} touch; put literal text between them"
-            )
-        seen.add(name)
         parts.append(("field", name))
         position = match.end()
     tail = text[position:]
@@ -97,9 +164,41 @@ def parse_template(text: str) -> Template:
         raise TemplateError(f"unbalanced brace in {text!r}")
     if tail:
         parts.append(("lit", tail))
+    return tuple(parts)
+
+
+def parse_template(text: str) -> Template:
+    """A key or URL template such as "{owner}/{repo}#{number}".
+
+    TemplateError on a bad placeholder, a field twice, two fields touching or no field: a key
+    is read back into its fields, which needs each field once and literal text between them.
+    """
+    parts = _split(text)
+    seen: set[str] = set()
+    previous = ("lit", "")
+    for kind, name in parts:
+        if kind != "field":
+            previous = (kind, name)
+            continue
+        if name in seen:
+            raise TemplateError(f"field {{{name}}} appears twice")
+        if previous[0] == "field":
+            raise TemplateError(
+                f"fields {{{previous[1]}}} and {{{name}}} touch; put literal text between them"
+            )
+        seen.add(name)
+        previous = (kind, name)
     if not seen:
         raise TemplateError("a template needs at least one {field}")
-    return Template(text=text, parts=tuple(parts))
+    return Template(text=text, parts=parts)
+
+
+def parse_label(text: str) -> Template:
+    """The label template: only filled in, never read back, so any {field} may repeat or touch.
+
+    TemplateError on an unbalanced brace or a placeholder that is not a field name.
+    """
+    return Template(text=text, parts=_split(text))
 
 
 # Our capture groups carry a prefix, so a field pattern's own named groups never clash.
@@ -142,7 +241,7 @@ class Codec:
         self.keys = tuple(parse_template(t) for t in table.get("keys", ()))
         self.urls = tuple(parse_template(t) for t in table.get("urls", ()) or ())
         label = table.get("label", "") or ""
-        self.label = parse_template(label) if label else None
+        self.label = parse_label(label) if label else None
         flags = "(?i)" if self.fold_case else ""
         self._field_res = {
             name: re2_compile(f"{flags}(?:{pattern})") for name, pattern in self.patterns.items()
@@ -227,6 +326,7 @@ class Codec:
         if not self.urls:
             raise CodecError("this plugin declares no URL templates")
         matched_any = False
+        keyless: CodecError | None = None
         for template, regexes in zip(self.urls, self._url_res, strict=True):
             fields: dict[str, str] | None = None
             for regex in regexes:
@@ -244,10 +344,14 @@ class Codec:
             for key_template in self.keys:
                 if set(key_template.fields) == wanted:
                     return key_template.render(fields), fields
-            raise CodecError(
+            # A URL template may use fewer fields than any key (an address of many keys);
+            # its address names no key, but a later template may still name one.
+            keyless = keyless or CodecError(
                 f"{url!r} matches the URL template {template.text!r}, but no key template has "
                 f"exactly its fields ({', '.join(sorted(wanted))})"
             )
+        if keyless is not None:
+            raise keyless
         if matched_any:
             raise CodecError(f"{url!r} has a field that does not match its pattern")
         spelled = ", ".join(repr(t.text) for t in self.urls)

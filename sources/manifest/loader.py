@@ -12,7 +12,7 @@ import os
 import re
 import tomllib
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
@@ -23,7 +23,13 @@ import jsonschema
 
 from catalogue.manifest.types import Issue, freeze
 from sources.manifest import schema
-from sources.manifest.codec import Codec, TemplateError, parse_template, re2_compile
+from sources.manifest.codec import (
+    Codec,
+    TemplateError,
+    go_regex_compile,
+    parse_label,
+    parse_template,
+)
 from sources.manifest.durations import DurationError, parse_duration
 
 MANIFEST = "plugin.toml"
@@ -140,8 +146,9 @@ def _type_name(value: Any) -> str:
 
 
 class _Checker:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, config_keys: Collection[str] | None = None) -> None:
         self.folder = folder
+        self.config_keys = config_keys
         self.errors: list[Issue] = []
         self.warnings: list[Issue] = []
         self.durations: dict[str, int] = {}  # pointer -> nanoseconds, for the rules
@@ -236,7 +243,7 @@ class _Checker:
                 return self._wrong(path, where, "a string (a Go regular expression)", value)
             if value:
                 try:
-                    re2_compile(value)
+                    go_regex_compile(value)
                 except ValueError as exc:
                     self.error(
                         path, "regex", f"{where} is not a valid Go (RE2) regular expression: {exc}"
@@ -389,6 +396,7 @@ def _rules(c: _Checker, top: dict[str, Any], raw: Mapping[str, Any]) -> None:
     source = top.get("source")
     if isinstance(source, dict) and source:
         _source_rules(c, source)
+        c.errors.extend(config_reads_issues(top, config_keys=c.config_keys))
 
 
 def _names(rows: Any, key: str = "name") -> list[str]:
@@ -420,6 +428,16 @@ def _source_rules(c: _Checker, s: dict[str, Any]) -> None:
                 f"/source/facts/{i}/enum",
                 "duplicate",
                 f"fact {name!r} enum repeats {', '.join(dupes)}",
+            )
+
+    for i, effect in enumerate(s.get("effects", ())):
+        applies = effect.get("applies")
+        if effect.get("silent") and isinstance(applies, list) and "draft" not in applies:
+            c.error(
+                f"/source/effects/{i}/silent",
+                "effect-silent",
+                f"effect {effect.get('name')!r} is silent, which only a draft effect may be; "
+                f"it applies to {', '.join(applies) or 'nothing'}, not draft",
             )
 
     deliveries = set(_names(s.get("deliveries")))
@@ -513,7 +531,8 @@ def _source_rules(c: _Checker, s: dict[str, Any]) -> None:
 
 def _codec_rules(c: _Checker, codec: dict[str, Any]) -> None:
     keys = codec.get("keys")
-    templates: dict[str, list[frozenset[str]]] = {"keys": [], "urls": []}
+    key_fields: list[frozenset[str]] = []
+    urls: list[tuple[int, str, frozenset[str]]] = []
     used: set[str] = set()
     if isinstance(keys, list) and not keys:
         c.error("/source/codec/keys", "required", "source.codec.keys needs at least one template")
@@ -526,27 +545,32 @@ def _codec_rules(c: _Checker, codec: dict[str, Any]) -> None:
                     f"/source/codec/{group}/{i}", "template", f"codec.{group}[{i}] {text!r}: {exc}"
                 )
                 continue
-            templates[group].append(frozenset(template.fields))
-            used.update(template.fields)
-            if group == "urls" and not text.startswith(("http://", "https://")):
+            fields = frozenset(template.fields)
+            used.update(fields)
+            if group == "keys":
+                key_fields.append(fields)
+                continue
+            urls.append((i, text, fields))
+            if not text.startswith(("http://", "https://")):
                 c.error(
                     f"/source/codec/urls/{i}",
                     "template",
                     f"codec.urls[{i}] {text!r} must be an http:// or https:// address",
                 )
-    for i, (text, fields) in enumerate(
-        zip(codec.get("urls") or (), templates["urls"], strict=False)
-    ):
-        if templates["keys"] and fields not in templates["keys"]:
+    # A URL template is the address of every key that has its fields, so it may use fewer
+    # fields than a key; one whose fields no key template has is the address of nothing.
+    for i, text, fields in urls:
+        if key_fields and not any(fields <= key for key in key_fields):
             c.error(
                 f"/source/codec/urls/{i}",
                 "url-key",
-                f"codec.urls[{i}] {text!r} has fields {', '.join(sorted(fields))}; no key template has exactly these fields, so its address could name no key",
+                f"codec.urls[{i}] {text!r} has fields {', '.join(sorted(fields))}; no key template "
+                "has all of them, so it is no key's address",
             )
     for name, pattern in (codec.get("fields") or {}).items():
         path = f"/source/codec/fields/{_escape(name)}"
         try:
-            re2_compile(pattern)
+            go_regex_compile(pattern)
         except ValueError as exc:
             c.error(
                 path,
@@ -563,7 +587,7 @@ def _codec_rules(c: _Checker, codec: dict[str, Any]) -> None:
     label = codec.get("label") or ""
     if label:
         try:
-            parse_template(label)
+            parse_label(label)  # filled in, never read back: the key rules do not apply
         except TemplateError as exc:
             c.error("/source/codec/label", "template", f"codec.label {label!r}: {exc}")
     if not c.errors:
@@ -577,6 +601,54 @@ def _codec_rules(c: _Checker, codec: dict[str, Any]) -> None:
                 "regex",
                 f"the codec's templates do not compile with their field patterns: {exc}",
             )
+
+
+def config_reads_issues(
+    manifest: Mapping[str, Any], *, config_keys: Collection[str] | None
+) -> list[Issue]:
+    """The errors of source.config_reads in a manifest (normalised, or raw as a sync stored it).
+
+    Each entry is a configuration key outside the plugin's own table (the table named after its
+    id, which Ingest always receives) and, when config_keys is given, one of them. Without
+    config_keys (the loader alone knows no configuration) only the own-table rule applies.
+    """
+    source = manifest.get("source")
+    reads = source.get("config_reads") if isinstance(source, Mapping) else None
+    if not isinstance(reads, list | tuple) or not all(isinstance(r, str) for r in reads):
+        return []  # wrong types are reported where the types are checked
+    plugin_id = manifest.get("id")
+    issues = []
+    for i, key in enumerate(reads):
+        path = f"/source/config_reads/{i}"
+        if key == "":
+            issues.append(
+                Issue(MANIFEST, path, "config-key", f"config_reads[{i}] is empty; name a key")
+            )
+        elif (
+            isinstance(plugin_id, str)
+            and plugin_id
+            and (key == plugin_id or key.startswith(plugin_id + "."))
+        ):
+            issues.append(
+                Issue(
+                    MANIFEST,
+                    path,
+                    "config-own-table",
+                    f"config_reads[{i}] {key!r} is in the plugin's own table {plugin_id!r}, which "
+                    "Ingest always receives; config_reads lists the keys outside it",
+                )
+            )
+        elif config_keys is not None and key not in config_keys:
+            # The configuration's other keys are not listed: the message shows on public pages.
+            issues.append(
+                Issue(
+                    MANIFEST,
+                    path,
+                    "config-key",
+                    f"config_reads[{i}] {key!r} is not a key of the configuration",
+                )
+            )
+    return issues
 
 
 def _job_rules(c: _Checker, i: int, job: dict[str, Any], config_reads: list[str]) -> None:
@@ -741,8 +813,14 @@ def _tool_input(c: _Checker, path: str, name: Any, text: str) -> None:
 
 
 # -- entry points ------------------------------------------------------------------------------
-def load_source_plugin(path: str | os.PathLike[str]) -> SourceLoadResult:
-    """Load the plugin folder at path (the folder holding plugin.toml)."""
+def load_source_plugin(
+    path: str | os.PathLike[str], *, config_keys: Collection[str] | None = None
+) -> SourceLoadResult:
+    """Load the plugin folder at path (the folder holding plugin.toml).
+
+    config_keys: the configuration's keys, which config_reads entries must be among; None
+    leaves that check out (no configuration at hand).
+    """
     folder = Path(path)
     digest = content_hash(folder)
     manifest_file = folder / MANIFEST
@@ -754,7 +832,7 @@ def load_source_plugin(path: str | os.PathLike[str]) -> SourceLoadResult:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         issue = Issue(MANIFEST, "", "toml-syntax", f"{MANIFEST} is not valid TOML: {exc}")
         return SourceLoadResult(str(folder), folder.name, None, (issue,), (), None, digest)
-    result = check_manifest(raw, folder=folder)
+    result = check_manifest(raw, folder=folder, config_keys=config_keys)
     return SourceLoadResult(
         path=result.path,
         plugin_id=result.plugin_id,
@@ -766,9 +844,11 @@ def load_source_plugin(path: str | os.PathLike[str]) -> SourceLoadResult:
     )
 
 
-def check_manifest(raw: Mapping[str, Any], *, folder: Path) -> SourceLoadResult:
+def check_manifest(
+    raw: Mapping[str, Any], *, folder: Path, config_keys: Collection[str] | None = None
+) -> SourceLoadResult:
     """Check parsed plugin.toml data as if it were the manifest of folder (no content hash)."""
-    checker = _Checker(folder)
+    checker = _Checker(folder, config_keys)
     top = checker.table(dict(raw), schema.TOP, "", "")
     _rules(checker, top, raw)
     plugin_id = raw["id"] if isinstance(raw.get("id"), str) and raw["id"] else folder.name

@@ -7,6 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from sources.manifest import Codec, CodecError, equal_fold
+from sources.manifest.codec import go_regex_compile, go_syntax_problem
 from sources.manifest.fold import fold_orbit
 
 PULLS = {
@@ -103,6 +104,26 @@ def test_an_empty_label_reads_the_key() -> None:
     assert codec.resolve_key("ackness/covel#7").label == "ackness/covel#7"
 
 
+def test_a_label_may_repeat_a_field() -> None:
+    codec = Codec({**PULLS, "label": "{repo}#{number} ({repo})"})
+    assert codec.resolve_key("ackness/covel#7").label == "covel#7 (covel)"
+
+
+def test_an_address_of_a_keyless_template_tries_the_next_template() -> None:
+    # Both templates match "https://x.example/abc"; only the second has a key's fields.
+    codec = Codec(
+        {
+            "keys": ["{owner}/{repo}", "{name}"],
+            "urls": ["https://x.example/{owner}", "https://x.example/{name}"],
+        }
+    )
+    assert codec.resolve_url("https://x.example/abc").key == "abc"
+    only_keyless = Codec({"keys": ["{owner}/{repo}"], "urls": ["https://x.example/{owner}"]})
+    assert only_keyless.resolve_key("a/b").url == "https://x.example/a"
+    with pytest.raises(CodecError, match="no key template has exactly its fields"):
+        only_keyless.resolve_url("https://x.example/a")
+
+
 def test_no_url_templates_means_no_address() -> None:
     codec = Codec({"keys": ["{id}"]})
     assert codec.resolve_key("x1").url is None
@@ -168,6 +189,42 @@ def test_fold_case_uses_simple_folding_in_patterns_too() -> None:
     assert not Codec(
         {"keys": ["{name}"], "fields": {"name": "ss"}, "fold_case": True}
     ).is_valid_key("ß")
+
+
+# --- Go's regexp syntax, where C++ RE2 is more lenient -----------------------------------------
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [
+        (r"\C", "invalid escape sequence: \\C"),
+        (r"a(?i)\C+", "invalid escape sequence: \\C"),
+        (r"\\\C", "invalid escape sequence: \\C"),  # an escaped backslash, then \C
+        (r"(?P<é>a)", "invalid named capture: (?P<é>"),
+        (r"(?<名>a)", "invalid named capture: (?<名>"),
+        (r"\\C", None),  # a backslash and a C
+        (r"\Q\C\E", None),  # quoted: the two characters \ and C
+        (r"\Qa\C", None),  # \Q without \E quotes the rest
+        (r"[\\C]", None),
+        (r"[]\\C]", None),  # ] first in a class is itself
+        (r"[[:alpha:]](?P<a_1>x)", None),
+        (r"[(?P<é>]", None),  # inside a class, only characters
+    ],
+)
+def test_go_syntax_problem_finds_what_only_cpp_re2_accepts(
+    pattern: str, problem: str | None
+) -> None:
+    found = go_syntax_problem(pattern)
+    if problem is None:
+        assert found is None
+        go_regex_compile(pattern)  # and RE2 compiles it: Go's syntax throughout
+    else:
+        assert found is not None and found.startswith(problem)
+
+
+def test_go_regex_compile_refuses_what_go_refuses() -> None:
+    with pytest.raises(ValueError, match=r"invalid escape sequence: \\C"):
+        go_regex_compile(r"[a-z]\C")
+    with pytest.raises(ValueError, match="invalid repetition size"):
+        go_regex_compile("a{1001}")  # RE2's own message, as before
 
 
 # --- Go's strings.EqualFold -------------------------------------------------------------------

@@ -220,9 +220,27 @@ def test_the_request_names_the_job_and_carries_config_reads(
     request = run.result["request"]
     assert request["method"] == "Ingest" and request["id"] == 1
     assert request["params"]["job"] == "ingest" and request["params"]["protocol"] == 1
-    assert request["params"]["config"] == {"sweep": {"fast": "10m"}}
+    # The plugin's own table always (empty here), and the config_reads keys: nothing else.
+    assert request["params"]["config"] == {"scripted": {}, "sweep": {"fast": "10m"}}
     assert request["params"]["data_dir"] == str(var_dir / "sources" / "scripted")
     assert "SECRET_KEY" not in run.result["env"] and "COVEL_PROTOCOL" in run.result["env"]
+
+
+def test_ingest_receives_the_plugins_own_table(
+    var_dir: Path, write_plugin: PluginWriter, settings
+) -> None:
+    settings.COVEL_SOURCE_CONFIG = {
+        "scripted": {"token": "t1", "feeds": {"news": True}},
+        "scripted.limit": 5,  # a flat key of its table
+        "sweep.fast": "90s",
+        "pulls": {"token": "not-ours"},
+    }
+    run = run_once(scripted(write_plugin, ECHO, config_reads=["sweep"]))
+    assert run.outcome == "succeeded", run.error
+    assert run.result["request"]["params"]["config"] == {
+        "scripted": {"token": "t1", "feeds": {"news": True}, "limit": 5},
+        "sweep": {"fast": "90s"},
+    }
 
 
 def test_every_from_reads_the_interval_from_configuration(

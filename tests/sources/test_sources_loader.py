@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from catalogue.manifest.types import Issue
-from sources.manifest import load_source_plugin, view_id_clashes
+from sources.manifest import check_manifest, load_source_plugin, view_id_clashes
 from tests.sources.conftest import EXAMPLE, PluginWriter, example_manifest, minimal_manifest
 
 Manifest = dict[str, Any]
@@ -383,6 +383,52 @@ def test_it_reports_a_backreference_as_re2_does(write_plugin: PluginWriter) -> N
     assert issues(result) == {("/source/codec/targets", "regex")}
 
 
+GO_REFUSES = [
+    # (pointer, change, what Go's message names): RE2 in C++ compiles each of these.
+    (
+        "/source/codec/fields/number",
+        lambda d: d["source"]["codec"]["fields"].__setitem__("number", r"[1-9]\C*"),
+        "\\C",
+    ),
+    (
+        "/source/codec/targets",
+        lambda d: d["source"]["codec"].__setitem__("targets", r"^[a-z]+\C$"),
+        "\\C",
+    ),
+    (
+        "/source/codec/fields/number",
+        lambda d: d["source"]["codec"]["fields"].__setitem__("number", "(?P<nüm>[1-9])[0-9]*"),
+        "(?P<nüm>",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pointer", "change", "named"), GO_REFUSES, ids=["field", "targets", "name"]
+)
+def test_it_refuses_syntax_only_cpp_re2_accepts(
+    write_plugin: PluginWriter, pointer: str, change: Callable, named: str
+) -> None:
+    result = load_changed(write_plugin, change)
+    assert issues(result) == {(pointer, "regex")}
+    line = str(result.errors[0])
+    assert line.startswith(f"plugin.toml:{pointer} ") and line.endswith("[regex]")
+    assert named in line and "Go" in line
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\\C[1-9]*", r"[1-9]\Q\C\E", r"[\\C1-9]+", r"(?P<num_1>[1-9])[0-9]*", r"[[:digit:]C]+"],
+)
+def test_an_escaped_backslash_or_quoted_c_is_go_syntax(
+    write_plugin: PluginWriter, pattern: str
+) -> None:
+    result = load_changed(
+        write_plugin, lambda d: d["source"]["codec"]["fields"].__setitem__("number", pattern)
+    )
+    assert result.ok, [str(e) for e in result.errors]
+
+
 def test_a_patterns_own_named_group_does_not_confuse_the_fields(write_plugin: PluginWriter) -> None:
     result = load_changed(
         write_plugin,
@@ -419,6 +465,30 @@ def test_it_refuses_a_malformed_key_template(write_plugin: PluginWriter, templat
     assert ("/source/codec/keys/1", "template") in issues(result)
 
 
+@pytest.mark.parametrize(
+    ("label", "shown"),
+    [
+        ("{feed} #{number} of {feed}", "news #42 of news"),
+        ("{feed}{number}", "news42"),
+        ("A local item", "A local item"),
+    ],
+)
+def test_a_label_may_repeat_touch_or_lack_fields(
+    write_plugin: PluginWriter, label: str, shown: str
+) -> None:
+    # Only key templates are read back into fields; a label is only filled in.
+    result = load_changed(write_plugin, lambda d: d["source"]["codec"].__setitem__("label", label))
+    assert result.ok, [str(e) for e in result.errors]
+    assert result.manifest.codec().resolve_key("news#42").label == shown
+
+
+@pytest.mark.parametrize("label", ["{feed", "item {1feed}", "{}"])
+def test_it_refuses_a_label_that_is_not_a_template(write_plugin: PluginWriter, label: str) -> None:
+    result = load_changed(write_plugin, lambda d: d["source"]["codec"].__setitem__("label", label))
+    assert issues(result) == {("/source/codec/label", "template")}
+    assert str(result.errors[0]).startswith("plugin.toml:/source/codec/label codec.label")
+
+
 def test_it_refuses_an_empty_key_list(write_plugin: PluginWriter) -> None:
     result = load_changed(write_plugin, lambda d: d["source"]["codec"].__setitem__("keys", []))
     assert ("/source/codec/keys", "required") in issues(result)
@@ -428,7 +498,32 @@ def test_it_refuses_a_url_template_no_key_template_matches(write_plugin: PluginW
     def change(d: Manifest) -> None:
         d["source"]["codec"]["urls"].append("https://feeds.example/{feed}/users/{user}")
 
-    assert issues(load_changed(write_plugin, change)) == {("/source/codec/urls/2", "url-key")}
+    result = load_changed(write_plugin, change)
+    assert issues(result) == {("/source/codec/urls/2", "url-key")}
+    assert str(result.errors[0]).startswith("plugin.toml:/source/codec/urls/2 codec.urls[2]")
+    assert str(result.errors[0]).endswith("[url-key]")
+
+
+def test_a_url_template_may_use_some_of_a_keys_fields(write_plugin: PluginWriter) -> None:
+    # "the first whose fields a key has is its address": a pull's address may be its repo's.
+    data = minimal_manifest()
+    data["source"]["codec"]["urls"] = ["https://pulls.example/{owner}/{repo}"]
+    result = load_source_plugin(write_plugin(data))
+    assert result.ok, [str(e) for e in result.errors]
+    codec = result.manifest.codec()
+    assert codec.resolve_key("ackness/covel#7").url == "https://pulls.example/ackness/covel"
+
+
+def test_a_url_template_after_a_bad_one_is_judged_at_its_own_index(
+    write_plugin: PluginWriter,
+) -> None:
+    def change(d: Manifest) -> None:
+        d["source"]["codec"]["urls"] = ["https://feeds.example/{feed", "https://x.example/{user}"]
+
+    assert issues(load_changed(write_plugin, change)) == {
+        ("/source/codec/urls/0", "template"),
+        ("/source/codec/urls/1", "url-key"),
+    }
 
 
 def test_it_refuses_a_url_template_that_is_not_a_web_address(write_plugin: PluginWriter) -> None:
@@ -459,6 +554,29 @@ def test_a_fact_name_starts_with_the_slot(write_plugin: PluginWriter) -> None:
 def test_a_fact_name_is_the_slot_a_dot_and_a_name(write_plugin: PluginWriter, name: str) -> None:
     result = load_changed(write_plugin, lambda d: d["source"]["facts"][3].__setitem__("name", name))
     assert ("/source/facts/3/name", "fact-slot") in issues(result)
+
+
+def test_only_a_draft_effect_may_be_silent(write_plugin: PluginWriter) -> None:
+    def change(d: Manifest) -> None:
+        d["source"]["effects"][0].update(applies=["turn"], silent=True)
+
+    result = load_changed(write_plugin, change)
+    assert issues(result) == {("/source/effects/0/silent", "effect-silent")}
+    line = str(result.errors[0])
+    assert line.startswith("plugin.toml:/source/effects/0/silent effect 'close' is silent")
+    assert line.endswith("[effect-silent]")
+
+
+def test_an_effect_on_turns_and_drafts_may_be_silent(write_plugin: PluginWriter) -> None:
+    result = load_changed(write_plugin, lambda d: d["source"]["effects"][0].update(silent=True))
+    assert result.ok, [str(e) for e in result.errors]
+
+
+def test_a_turn_effect_may_say_silent_false(write_plugin: PluginWriter) -> None:
+    def change(d: Manifest) -> None:
+        d["source"]["effects"][0].update(applies=["turn"], silent=False)
+
+    assert load_changed(write_plugin, change).ok
 
 
 def test_default_delivery_names_a_declared_delivery(write_plugin: PluginWriter) -> None:
@@ -536,6 +654,38 @@ def test_every_from_is_not_merely_a_prefix_of_a_config_read(write_plugin: Plugin
         write_plugin, lambda d: d["source"]["jobs"][1].__setitem__("every_from", "sweeper")
     )
     assert issues(result) == {("/source/jobs/1/every_from", "every-from")}
+
+
+def test_config_reads_are_keys_of_the_configuration(write_plugin: PluginWriter) -> None:
+    folder = write_plugin(example_manifest(), folder="localfeed")
+    assert load_source_plugin(folder, config_keys={"sweep", "sweep.fast"}).ok
+    result = load_source_plugin(folder, config_keys={"items", "items.heat"})
+    assert issues(result) == {("/source/config_reads/0", "config-key")}
+    line = str(result.errors[0])
+    assert line.startswith("plugin.toml:/source/config_reads/0 config_reads[0] 'sweep' is not")
+    assert line.endswith("is not a key of the configuration [config-key]")
+
+
+def test_without_a_configuration_config_reads_are_not_looked_up(
+    write_plugin: PluginWriter,
+) -> None:
+    assert load_source_plugin(write_plugin(example_manifest(), folder="localfeed")).ok
+
+
+@pytest.mark.parametrize("key", ["localfeed", "localfeed.feed"])
+def test_config_reads_lie_outside_the_plugins_own_table(
+    write_plugin: PluginWriter, key: str
+) -> None:
+    result = load_changed(write_plugin, lambda d: d["source"]["config_reads"].append(key))
+    assert issues(result) == {("/source/config_reads/1", "config-own-table")}
+    assert str(result.errors[0]).endswith("[config-own-table]")
+
+
+def test_a_config_read_is_not_empty(tmp_path: Path) -> None:
+    raw = example_manifest()
+    raw["source"]["config_reads"] = ["sweep", ""]
+    result = check_manifest(raw, folder=tmp_path / "localfeed", config_keys={"sweep"})
+    assert ("/source/config_reads/1", "config-key") in issues(result)
 
 
 def test_facet_rank_needs_sort_rank(write_plugin: PluginWriter) -> None:

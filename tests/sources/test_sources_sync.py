@@ -190,7 +190,9 @@ def test_an_unchanged_folder_is_not_parsed_again(
     loaded: list[str] = []
     real = services.load_source_plugin
     monkeypatch.setattr(
-        services, "load_source_plugin", lambda p: loaded.append(Path(p).name) or real(p)
+        services,
+        "load_source_plugin",
+        lambda p, **kw: loaded.append(Path(p).name) or real(p, **kw),
     )
     report = source_plugins_sync()
     assert loaded == [] and report.unchanged == ["localfeed", "pulls"]
@@ -231,3 +233,37 @@ def test_a_new_empty_web_folder_counts_as_a_change(
     (folder / "site").mkdir()
     assert source_plugins_sync().updated == ["pulls"]
     assert SourcePlugin.objects.get().state == "loaded"
+
+
+def test_config_reads_are_judged_against_the_configuration(
+    plugins_dir: Path, write_plugin: PluginWriter, settings
+) -> None:
+    data = minimal_manifest()
+    data["source"]["config_reads"] = ["feeds.extra"]
+    write_plugin(data)
+    report = source_plugins_sync()
+    assert list(report.invalid) == ["pulls"]
+    assert report.invalid["pulls"][0].startswith("plugin.toml:/source/config_reads/0 ")
+    assert report.invalid["pulls"][0].endswith("[config-key]")
+    assert not SourceJob.objects.filter(active=True).exists()
+    # The folder is unchanged; the configuration's keys changed, and with them the verdict.
+    settings.COVEL_SOURCE_CONFIG = {"feeds": {"extra": "on"}}
+    report = source_plugins_sync()
+    assert report.updated == ["pulls"] and not report.invalid
+    assert SourcePlugin.objects.get().state == "loaded"
+    settings.COVEL_SOURCE_CONFIG = {"feeds.extra": "off"}  # a flat key is the same key
+    assert source_plugins_sync().unchanged == ["pulls"]
+    settings.COVEL_SOURCE_CONFIG = {}
+    assert list(source_plugins_sync().invalid) == ["pulls"]
+
+
+def test_the_default_configuration_has_the_host_tables_the_spec_names(
+    plugins_dir: Path, write_plugin: PluginWriter
+) -> None:
+    data = minimal_manifest()
+    data["source"]["config_reads"] = ["sweep", "items", "turns"]
+    write_plugin(data)
+    assert not source_plugins_sync().invalid
+    data["source"]["config_reads"] = ["sweep", "items.heat"]  # no operator set items.heat
+    write_plugin(data)
+    assert list(source_plugins_sync().invalid) == ["pulls"]
