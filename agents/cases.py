@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ CASE_FIELDS = {
     "phase",
 }
 EXPECT_FIELDS = {"runtimeResults", "pluginData", "events"}
+# A package ID is also the name of its folder (the manifest's `id` must equal it).
+PACKAGE_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 STATUSES = {"success", "failed", "skipped"}
 DATA_STATUSES = {"present", "absent"}
 
@@ -814,6 +817,40 @@ def _rpc_actions(case: Mapping[str, Any], manifest: Manifest) -> list[str]:
     return [*actions, command] if command else actions
 
 
+def installed_plugin_folders() -> list[Path]:
+    """The configured plugin folders in the catalogue's precedence: bundled, user, community."""
+    from django.conf import settings
+
+    return [
+        Path(settings.COVEL_BUNDLED_PLUGINS_DIR),
+        Path(settings.COVEL_USER_PLUGINS_DIR),
+        *[Path(p) for p in settings.COVEL_COMMUNITY_PLUGIN_DIRS],
+    ]
+
+
+def plugin_folder_resolve(*, plugin: str, folders: Sequence[Path] | None = None) -> Path:
+    """The package folder test_runtime runs: an installed plugin's by its id (the spec's
+    `test:runtime -- notebook`), or a folder path as given.
+
+    An argument with a path separator, or naming a folder that holds a PLUGIN.md, is a path.
+    Raises CaseFileError when an id names no installed package.
+    """
+    given = Path(plugin).expanduser()
+    if "/" in plugin or os.sep in plugin or plugin.startswith((".", "~")) or given.is_absolute():
+        return given
+    if (given / "PLUGIN.md").is_file() or not PACKAGE_ID.match(plugin):
+        return given  # run_cases names what is wrong with a path
+    searched = list(folders) if folders is not None else installed_plugin_folders()
+    for folder in searched:
+        if (folder / plugin / "PLUGIN.md").is_file():
+            return folder / plugin
+    where = ", ".join(str(f) for f in searched)
+    raise CaseFileError(
+        f"{plugin}: no installed plugin with this id (no {plugin}/PLUGIN.md in {where}) "
+        "and no package folder of that name here"
+    )
+
+
 def run_cases(
     plugin_path: str | os.PathLike[str],
     *,
@@ -859,15 +896,7 @@ def run_cases(
         ]
         return CasesReport("failed", loaded.package_id, results, notices)
     manifest = loaded.manifest
-    folders = (
-        list(search)
-        if search is not None
-        else [
-            Path(settings.COVEL_BUNDLED_PLUGINS_DIR),
-            Path(settings.COVEL_USER_PLUGINS_DIR),
-            *[Path(p) for p in settings.COVEL_COMMUNITY_PLUGIN_DIRS],
-        ]
-    )
+    folders = list(search) if search is not None else installed_plugin_folders()
     installed = _packages(manifest, version, folders)
     from sessions.resolver import resolve
 

@@ -1,4 +1,5 @@
 """Errors of the plugin host. Every one carries a stable code the callers and the API can show."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -60,12 +61,18 @@ class ToolFailure(PluginCallError):
 
 
 class CallbackRefused(Exception):
-    """Raised by a HostCallbacks method to refuse a ctx call; the plugin sees code and message."""
+    """Raised by a HostCallbacks method to refuse a ctx call; the plugin sees code and message.
 
-    def __init__(self, message: str, *, code: str = "host_capability_refused") -> None:
+    hint (optional) reaches a refused builtin tool's ToolError as its own field.
+    """
+
+    def __init__(
+        self, message: str, *, code: str = "host_capability_refused", hint: str | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.hint = hint
 
 
 LOAD_CODES = {

@@ -3,6 +3,7 @@
 The frontmatter is edited with ruamel.yaml in round-trip mode, so comments, key order, quoting
 and the other fields stay as written, and the Markdown body is copied byte for byte.
 """
+
 from __future__ import annotations
 
 import io
@@ -45,7 +46,9 @@ def identity(key: str, item: Any) -> str:
     """What an entry means, whatever its spelling ("X" and {event: X} are the same hook)."""
     if key == "hooks":
         if isinstance(item, dict):
-            return f"{item.get('event')}" + ("" if item.get("enforce", "normal") == "normal" else f" ({item.get('enforce')})")
+            return f"{item.get('event')}" + (
+                "" if item.get("enforce", "normal") == "normal" else f" ({item.get('enforce')})"
+            )
         return str(item)
     if key == "services":
         if isinstance(item, dict):
@@ -72,10 +75,17 @@ class KeyDrift:
     removed: list[str] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     reordered: bool = False  # same entries, other order
-    respelled: list[str] = field(default_factory=list)  # same meaning, other spelling
+    # Same meaning, other spelling; "(duplicates removed)" and "(empty list removed)" are
+    # changes of the whole list.
+    respelled: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"removed": self.removed, "added": self.added, "reordered": self.reordered, "respelled": self.respelled}
+        return {
+            "removed": self.removed,
+            "added": self.added,
+            "reordered": self.reordered,
+            "respelled": self.respelled,
+        }
 
 
 @dataclass
@@ -86,24 +96,36 @@ class Report:
     written: bool = False
 
 
-def compare(key: str, current: list[Any], wanted: list[Any]) -> KeyDrift | None:
+EMPTY_REMOVED = "(empty list removed)"
+
+
+def compare(
+    key: str, current: list[Any], wanted: list[Any], *, written: bool = True
+) -> KeyDrift | None:
+    """How the declared list differs from the registrations; None when nothing is to change.
+
+    written: the key is in contributes. An empty list there is removed ("Empty list keys are
+    removed"), so it drifts even when nothing is registered. Order and spelling changes of the
+    entries both sides have are reported next to additions and removals, never hidden by them.
+    """
     if _plain(current) == _plain(wanted):
-        return None
+        return KeyDrift(respelled=[EMPTY_REMOVED]) if written and not wanted else None
     drift = KeyDrift()
     now = [identity(key, item) for item in current]
     new = [identity(key, item) for item in wanted]
     drift.removed = [name for name in dict.fromkeys(now) if name not in new]
     drift.added = [name for name in new if name not in now]
-    if not drift.removed and not drift.added:
-        if list(dict.fromkeys(now)) != new:
-            drift.reordered = True
-        for item in current:
-            name = identity(key, item)
-            match = wanted[new.index(name)] if name in new else None
-            if _plain(item) != _plain(match):
-                drift.respelled.append(name)
-        if len(now) != len(set(now)):
-            drift.respelled.append("(duplicates removed)")
+    kept_now = [name for name in dict.fromkeys(now) if name in new]
+    kept_new = [name for name in new if name in now]
+    drift.reordered = kept_now != kept_new
+    for item in current:
+        name = identity(key, item)
+        if name not in new or name in drift.respelled:
+            continue
+        if _plain(item) != _plain(wanted[new.index(name)]):
+            drift.respelled.append(name)
+    if len(now) != len(set(now)):
+        drift.respelled.append("(duplicates removed)")
     return drift
 
 
@@ -111,20 +133,24 @@ def _split(text: str, file: Path) -> tuple[str, str, str, str]:
     match = FRONTMATTER.match(text)
     if not match:
         raise ArgumentError(f"{file}: no YAML frontmatter between --- lines")
-    return match.group(1), match.group(2) or "", match.group(3), text[match.end():]
+    return match.group(1), match.group(2) or "", match.group(3), text[match.end() :]
 
 
 def _entry_of(root: Path, data: dict[str, Any]) -> str:
     entry = data.get("entry")
     if entry is None:
         if not (root / "server" / "index.js").is_file():
-            raise ExtractError(f"{root / 'PLUGIN.md'}: no entry module (set entry, or add server/index.js); nothing to extract")
+            raise ExtractError(
+                f"{root / 'PLUGIN.md'}: no entry module (set entry, or add server/index.js); nothing to extract"
+            )
         return "./server/index.js"
     if not isinstance(entry, str) or not entry:
         raise ExtractError(f"{root / 'PLUGIN.md'}:/entry must be a package-relative path")
     target = (root / entry).resolve()
     if Path(entry).is_absolute() or not target.is_relative_to(root.resolve()):
-        raise ExtractError(f"{root / 'PLUGIN.md'}:/entry {entry!r} escapes the package folder; refusing to run it")
+        raise ExtractError(
+            f"{root / 'PLUGIN.md'}:/entry {entry!r} escapes the package folder; refusing to run it"
+        )
     if not target.is_file():
         raise ExtractError(f"{root / 'PLUGIN.md'}:/entry {entry!r} does not exist")
     return entry
@@ -158,7 +184,12 @@ def extract(root: Path, *, check: bool) -> Report:
     # The safe parser refuses executable tags, aliases and duplicate keys before we run anything.
     parsed = split_markdown(raw, "PLUGIN.md")
     if parsed.issues:
-        raise ExtractError("; ".join(f"{manifest_path}:{issue.path} {issue.message} [{issue.code}]" for issue in parsed.issues))
+        raise ExtractError(
+            "; ".join(
+                f"{manifest_path}:{issue.path} {issue.message} [{issue.code}]"
+                for issue in parsed.issues
+            )
+        )
     data = parsed.data if isinstance(parsed.data, dict) else {}
     entry = _entry_of(root, data)
     package = str(data.get("id") or root.name)
@@ -170,12 +201,17 @@ def extract(root: Path, *, check: bool) -> Report:
     contributes = data.get("contributes") if isinstance(data.get("contributes"), dict) else {}
     drift: dict[str, KeyDrift] = {}
     for key in LISTS:
-        found = compare(key, list(contributes.get(key) or []), extracted[key])
+        found = compare(
+            key, list(contributes.get(key) or []), extracted[key], written=key in contributes
+        )
         if found:
             drift[key] = found
 
     notes = _localized_notes(root)
-    declared_ext = [e if isinstance(e, str) else f"{e.get('point')}/{e.get('id')}" for e in contributes.get("extensions") or []]
+    declared_ext = [
+        e if isinstance(e, str) else f"{e.get('point')}/{e.get('id')}"
+        for e in contributes.get("extensions") or []
+    ]
     missing_ext = [e for e in extracted["extensions"] if e not in declared_ext]
     extra_ext = [e for e in declared_ext if e not in extracted["extensions"]]
     if missing_ext or extra_ext:
@@ -193,7 +229,11 @@ def extract(root: Path, *, check: bool) -> Report:
     commands = contributes.get("commands") or []
     if commands:
         actions = set(extracted["actions"])
-        orphans = [c.get("name") for c in commands if isinstance(c, dict) and c.get("action") not in actions]
+        orphans = [
+            c.get("name")
+            for c in commands
+            if isinstance(c, dict) and c.get("action") not in actions
+        ]
         note = f"contributes.commands ({len(commands)}) is maintained by hand: there is no entry registration for commands"
         if orphans:
             note += f"; commands whose action is not registered: {', '.join(map(str, orphans))}"
@@ -214,7 +254,11 @@ def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     text = str(value)
-    return text if PLAIN.match(text) and text not in {"true", "false", "null", "yes", "no", "on", "off"} else json.dumps(text)
+    return (
+        text
+        if PLAIN.match(text) and text not in {"true", "false", "null", "yes", "no", "on", "off"}
+        else json.dumps(text)
+    )
 
 
 def _item(value: Any) -> str:
@@ -238,7 +282,9 @@ def _block_end(lines: list[str], start: int, stop: int) -> int:
     return end
 
 
-def _splice(yaml_text: str, extracted: dict[str, list[Any]], drift: dict[str, KeyDrift]) -> str | None:
+def _splice(
+    yaml_text: str, extracted: dict[str, list[Any]], drift: dict[str, KeyDrift]
+) -> str | None:
     """Rewrite only the lines of the drifting keys, so every other byte stays as the author wrote it.
 
     Returns None when the layout is unusual (flow-style contributes); the caller then dumps.
@@ -253,14 +299,18 @@ def _splice(yaml_text: str, extracted: dict[str, list[Any]], drift: dict[str, Ke
         block = ["contributes:\n"]
         for key in drift:
             if extracted[key]:
-                block += _render(key, extracted[key], 2, not any(isinstance(i, dict) for i in extracted[key]))
+                block += _render(
+                    key, extracted[key], 2, not any(isinstance(i, dict) for i in extracted[key])
+                )
         return "".join(lines + block) if len(block) > 1 else "".join(lines)
     if not isinstance(contributes, CommentedMap) or contributes.fa.flow_style():
         return None
     top_keys = list(document.keys())
     top_index = top_keys.index("contributes")
     contributes_line = document.lc.key("contributes")[0]
-    after = document.lc.key(top_keys[top_index + 1])[0] if top_index + 1 < len(top_keys) else len(lines)
+    after = (
+        document.lc.key(top_keys[top_index + 1])[0] if top_index + 1 < len(top_keys) else len(lines)
+    )
     contributes_end = _block_end(lines, contributes_line, after)
     keys = list(contributes.keys())
     indent = contributes.lc.key(keys[0])[1] if keys else 2
@@ -271,10 +321,19 @@ def _splice(yaml_text: str, extracted: dict[str, list[Any]], drift: dict[str, Ke
         if key not in drift:
             continue
         start = contributes.lc.key(key)[0]
-        stop = contributes.lc.key(keys[position + 1])[0] if position + 1 < len(keys) else contributes_end
+        stop = (
+            contributes.lc.key(keys[position + 1])[0]
+            if position + 1 < len(keys)
+            else contributes_end
+        )
         stop = _block_end(lines, start, stop)
         old = contributes[key]
-        flow = isinstance(old, CommentedSeq) and bool(old.fa.flow_style())
+        # A key written with no value takes the style of a new list: inline names, block objects.
+        flow = (
+            bool(old.fa.flow_style())
+            if isinstance(old, CommentedSeq)
+            else old is None and not any(isinstance(i, dict) for i in extracted[key])
+        )
         rendered = _render(key, extracted[key], indent, flow) if extracted[key] else []
         if flow and rendered and stop == start + 1:
             match = FLOW_LINE.match(lines[start].rstrip("\n"))
@@ -284,7 +343,9 @@ def _splice(yaml_text: str, extracted: dict[str, list[Any]], drift: dict[str, Ke
     added: list[str] = []
     for key in drift:
         if key not in contributes and extracted[key]:
-            added += _render(key, extracted[key], indent, not any(isinstance(i, dict) for i in extracted[key]))
+            added += _render(
+                key, extracted[key], indent, not any(isinstance(i, dict) for i in extracted[key])
+            )
     if added:
         edits.append((contributes_end, contributes_end, added))
     for start, stop, rendered in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
@@ -292,12 +353,14 @@ def _splice(yaml_text: str, extracted: dict[str, list[Any]], drift: dict[str, Ke
     return "".join(lines)
 
 
-def _write(path: Path, text: str, extracted: dict[str, list[Any]], drift: dict[str, KeyDrift]) -> None:
+def _write(
+    path: Path, text: str, extracted: dict[str, list[Any]], drift: dict[str, KeyDrift]
+) -> None:
     opening, yaml_text, closing, body = _split(text, path)
     spliced = _splice(yaml_text, extracted, drift)
     if spliced is not None:
         check = _yaml().load(spliced) or {}
-        written = (check.get("contributes") or {})
+        written = check.get("contributes") or {}
         if all(_plain(list(written.get(key) or [])) == _plain(extracted[key]) for key in drift):
             path.write_text(opening + spliced + closing + body, encoding="utf-8")
             return
@@ -317,6 +380,15 @@ def _write(path: Path, text: str, extracted: dict[str, list[Any]], drift: dict[s
     path.write_text(opening + out.getvalue() + closing + body, encoding="utf-8")
 
 
+def _order_or_spelling(drift: KeyDrift) -> list[str]:
+    names = [n for n in drift.respelled if not n.startswith("(")]
+    whole = [n.strip("()") for n in drift.respelled if n.startswith("(")]
+    parts = ["order differs from registration order"] if drift.reordered else []
+    if names:
+        parts.append(f"spelling differs for {', '.join(names)}")
+    return parts + whole
+
+
 def render_text(report: Report, *, check: bool, file: str = "PLUGIN.md") -> str:
     lines: list[str] = []
     if not report.drift:
@@ -329,15 +401,7 @@ def render_text(report: Report, *, check: bool, file: str = "PLUGIN.md") -> str:
             lines += [f"  - {name}" for name in drift.removed]
             lines += [f"  + {name}" for name in drift.added]
         order_only = [
-            f"contributes.{key}: "
-            + " and ".join(
-                part
-                for part in (
-                    "order differs from registration order" if d.reordered else "",
-                    f"spelling differs for {', '.join(d.respelled)}" if d.respelled else "",
-                )
-                if part
-            )
+            f"contributes.{key}: " + " and ".join(_order_or_spelling(d))
             for key, d in report.drift.items()
             if d.reordered or d.respelled
         ]
@@ -345,7 +409,9 @@ def render_text(report: Report, *, check: bool, file: str = "PLUGIN.md") -> str:
             lines.append("Order or spelling only:")
             lines += [f"  {line}" for line in order_only]
         if check:
-            lines.append(f"{file} is out of sync with the entry registrations (run without --check to update it).")
+            lines.append(
+                f"{file} is out of sync with the entry registrations (run without --check to update it)."
+            )
         else:
             lines.append(f"Updated {file}: {', '.join('contributes.' + k for k in report.drift)}.")
     for note in report.notes:

@@ -6,6 +6,7 @@ One NodeHost per worker process (get_host()). Python and Node talk over two dedi
 each waits for its own answer and serves the ctx callbacks that belong to its call in its own
 thread, so database work from callbacks happens where the caller's transaction is.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -30,7 +31,12 @@ plugin_log = logging.getLogger("covel.plugins")
 output_log = logging.getLogger("covel.plugins.output")
 
 HOST_SCRIPT = Path(__file__).resolve().parent / "node" / "host.mjs"
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 MAX_FRAME = 64 * 1024 * 1024  # refuse absurd frames rather than allocate them
 
 
@@ -88,9 +94,12 @@ class _Process:
         self.ready = threading.Event()
         self.info: dict[str, Any] = {}
         self.loaded: dict[str, Any] = {}  # package id -> load key, for this process only
+        self.tool_limits: dict[str, dict[str, int]] = {}  # package id -> {tool: timeoutMs}
         threading.Thread(target=self._read_frames, name="pluginhost-frames", daemon=True).start()
         for stream in (self.proc.stdout, self.proc.stderr):
-            threading.Thread(target=self._pump_output, args=(stream,), name="pluginhost-output", daemon=True).start()
+            threading.Thread(
+                target=self._pump_output, args=(stream,), name="pluginhost-output", daemon=True
+            ).start()
 
     # -------------------------------------------------------------- reading
 
@@ -129,7 +138,12 @@ class _Process:
             where = message.get("package") or "host"
             if message.get("runtime"):
                 where = f"{where}/{message['runtime']}"
-            plugin_log.log(LEVELS.get(message.get("level"), logging.INFO), "[%s] %s", where, message.get("message"))
+            plugin_log.log(
+                LEVELS.get(message.get("level"), logging.INFO),
+                "[%s] %s",
+                where,
+                message.get("message"),
+            )
             return
         if kind == "ready":
             self.info = message
@@ -140,8 +154,16 @@ class _Process:
         elif kind == "call":
             target = self._pending(message.get("callId"))
             if target is None:
-                self.send({"type": "error", "id": message.get("id"), "error": {
-                    "code": "call_closed", "message": f"{message.get('method')} is refused: this call has ended"}})
+                self.send(
+                    {
+                        "type": "error",
+                        "id": message.get("id"),
+                        "error": {
+                            "code": "call_closed",
+                            "message": f"{message.get('method')} is refused: this call has ended",
+                        },
+                    }
+                )
                 return
         else:
             return
@@ -208,7 +230,14 @@ class NodeHost:
     hung (e.g. a synchronous infinite loop), kills it and fails the call.
     """
 
-    def __init__(self, *, memory_mb: int = 256, grace: float = 2.0, start_timeout: float = 15.0, node: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        memory_mb: int = 256,
+        grace: float = 2.0,
+        start_timeout: float = 15.0,
+        node: str | None = None,
+    ) -> None:
         self.node = node or node_binary()
         self.memory_mb = memory_mb
         self.grace = grace
@@ -241,13 +270,19 @@ class NodeHost:
             try:
                 process = _Process(self)
             except OSError as exc:
-                raise HostCrashed(f"the Node plugin host could not be started ({self.node}): {exc}") from exc
+                raise HostCrashed(
+                    f"the Node plugin host could not be started ({self.node}): {exc}"
+                ) from exc
             if not process.ready.wait(self.start_timeout) or process.dead:
                 process.kill()
-                raise HostCrashed(f"the Node plugin host did not start: {process.death_reason or 'no ready frame'}")
+                raise HostCrashed(
+                    f"the Node plugin host did not start: {process.death_reason or 'no ready frame'}"
+                )
             self._process = process
             self.loads = 0
-            log.debug("plugin host started (pid %s, node %s)", process.proc.pid, process.info.get("node"))
+            log.debug(
+                "plugin host started (pid %s, node %s)", process.proc.pid, process.info.get("node")
+            )
 
     def stop(self) -> None:
         with self._lock:
@@ -272,13 +307,22 @@ class NodeHost:
         process = self._process
         return bool(process and self.running and process.loaded.get(package) == key)
 
-    def mark_loaded(self, package: str, key: Any) -> None:
+    def mark_loaded(
+        self, package: str, key: Any, *, tool_limits: dict[str, int] | None = None
+    ) -> None:
         if self._process is not None:
             self._process.loaded[package] = key
+            self._process.tool_limits[package] = dict(tool_limits or {})
+
+    def tool_limit(self, package: str, tool: str) -> int | None:
+        """The timeoutMs a loaded package's tool declared, or None (the caller's default)."""
+        process = self._process
+        return process.tool_limits.get(package, {}).get(tool) if process else None
 
     def forget(self, package: str) -> None:
         if self._process is not None:
             self._process.loaded.pop(package, None)
+            self._process.tool_limits.pop(package, None)
 
     # -------------------------------------------------------------- calls
 
@@ -298,7 +342,9 @@ class NodeHost:
         """
         process = self._ensure()
         call_id = next(self._ids)
-        pending = _Pending(callbacks or RefusingCallbacks(), method=method, package=params.get("package"))
+        pending = _Pending(
+            callbacks or RefusingCallbacks(), method=method, package=params.get("package")
+        )
         with process.pending_lock:
             process.pending[call_id] = pending
         try:
@@ -324,7 +370,9 @@ class NodeHost:
                 if kind == "error":
                     raise error_from_frame(message.get("error") or {}, during_load=during_load)
                 if kind == "crashed":
-                    raise HostCrashed(f"{message}; the call failed and the host will restart on the next call")
+                    raise HostCrashed(
+                        f"{message}; the call failed and the host will restart on the next call"
+                    )
                 if kind == "call":
                     self._serve(process, pending, message)
         finally:
@@ -338,18 +386,31 @@ class NodeHost:
         params = {**(message.get("params") or {}), "package": pending.package}
         try:
             if method == "pluginData.set" and pending.method != "rpc":
-                raise CallbackRefused("immediate writes are for RPC actions only", code="host_capability_refused")
+                raise CallbackRefused(
+                    "immediate writes are for RPC actions only", code="host_capability_refused"
+                )
             result = dispatch_callback(pending.callbacks, method, params)
             reply: dict[str, Any] = {"type": "result", "id": message.get("id"), "result": result}
         except CallbackRefused as exc:
-            reply = {"type": "error", "id": message.get("id"), "error": {"code": exc.code, "message": exc.message}}
+            error = {"code": exc.code, "message": exc.message}
+            if exc.hint:
+                error["hint"] = exc.hint
+            reply = {"type": "error", "id": message.get("id"), "error": error}
         except Exception as exc:  # a callback bug must not leave the plugin waiting forever
             log.exception("plugin host callback %s failed", method)
-            reply = {"type": "error", "id": message.get("id"), "error": {"code": "callback_failed", "message": str(exc)}}
+            reply = {
+                "type": "error",
+                "id": message.get("id"),
+                "error": {"code": "callback_failed", "message": str(exc)},
+            }
         try:
             json.dumps(reply)
         except (TypeError, ValueError) as exc:
-            reply = {"type": "error", "id": message.get("id"), "error": {"code": "callback_failed", "message": f"result is not JSON: {exc}"}}
+            reply = {
+                "type": "error",
+                "id": message.get("id"),
+                "error": {"code": "callback_failed", "message": f"result is not JSON: {exc}"},
+            }
         try:
             process.send(reply)
         except OSError:

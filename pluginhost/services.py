@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from .callbacks import HostCallbacks, RefusingCallbacks
 from .errors import PluginCallError
 from .host import NodeHost, get_host
 
+# A tool call's limit when the tool declares no timeoutMs (the SDK bounds a declared one).
 DEFAULT_TOOL_TIMEOUT = 30.0
 DEFAULT_FUNCTION_TIMEOUT = 60.0
 # A guard only decides whether its runtime runs: it must be quick.
@@ -205,7 +206,11 @@ def plugin_load(
     answer = host.request(
         "load", load_request(manifest), callbacks=callbacks, timeout=LOAD_TIMEOUT, during_load=True
     )
-    host.mark_loaded(manifest.id, key)
+    host.mark_loaded(
+        manifest.id,
+        key,
+        tool_limits={t["name"]: t["timeoutMs"] for t in answer["tools"] if t.get("timeoutMs")},
+    )
     return LoadedPackage(
         package=answer["package"],
         tools=answer["tools"],
@@ -222,15 +227,20 @@ def _call(
     callbacks: HostCallbacks,
     method: str,
     params: dict[str, Any],
-    timeout: float,
+    timeout: float | Callable[[NodeHost], float],
 ) -> Any:
-    """Make sure the package is loaded, then call; a host that restarted in between reloads it."""
+    """Make sure the package is loaded, then call; a host that restarted in between reloads it.
+
+    timeout may be a function of the host, asked once the package is loaded (a tool's limit
+    comes from its registration).
+    """
     host = host or get_host()
     for attempt in (1, 2):
         plugin_load(manifest=manifest, host=host, callbacks=callbacks)
+        limit = timeout(host) if callable(timeout) else timeout
         try:
             return host.request(
-                method, {"package": manifest.id, **params}, callbacks=callbacks, timeout=timeout
+                method, {"package": manifest.id, **params}, callbacks=callbacks, timeout=limit
             )
         except PluginCallError as exc:
             if exc.code != "package_not_loaded" or attempt == 2:
@@ -251,6 +261,7 @@ def plugin_tool_call(
 ) -> ToolEnvelope:
     """Run one tool. context: sessionId, turnId, runtimeId, locale, world, userSettings, seed.
 
+    The limit is `timeout` when given, else the tool's own timeoutMs, else 30 s.
     Raises ToolFailure (invalid_tool_arguments with per-path details; tool_error with the
     plugin's code and hint), PluginTimeout, HostCrashed.
     """
@@ -260,7 +271,7 @@ def plugin_tool_call(
         callbacks,
         "tool",
         {"tool": tool, "args": dict(args), "context": dict(context or {})},
-        timeout or DEFAULT_TOOL_TIMEOUT,
+        timeout or (lambda loaded: _tool_timeout(loaded, manifest.id, tool)),
     )
     return ToolEnvelope(
         content=answer["content"],
@@ -268,6 +279,11 @@ def plugin_tool_call(
         pending_proposals=answer.get("pendingProposals") or [],
         emitted_events=answer.get("emittedEvents") or [],
     )
+
+
+def _tool_timeout(host: NodeHost, package: str, tool: str) -> float:
+    declared = host.tool_limit(package, tool)
+    return declared / 1000.0 if declared else DEFAULT_TOOL_TIMEOUT
 
 
 def plugin_rpc_call(

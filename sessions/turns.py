@@ -628,6 +628,7 @@ class TurnExecutor:
         runtime = planned.manifest
         user_settings = user_settings_for(package_id=planned.package, session=self.session)
         stream = _StoryStream(self, planned) if runtime.visibility == "story" else None
+        bounds = (runtime.data.get("agent") or {}).get("history") or {}  # none: the whole game
         context = AgentRuntimeContext(
             data=OverlayData(overlay=self.overlay, runtime=planned.runtime),
             callbacks_for=lambda plugin: SessionCallbacks(
@@ -642,7 +643,7 @@ class TurnExecutor:
             turn_id=str(self.turn.pk),
             player_message=self.request.message,
             story_text=self.narrative_text or None,
-            history=self._history(),
+            history=self._history(max_turns=bounds.get("maxTurns")),
             inputs={name: bound["value"] for name, bound in inputs.items()},
             payload=self.request.manual.get(planned.runtime),
             variables={"world": self.world, "settings": user_settings},
@@ -666,17 +667,23 @@ class TurnExecutor:
             return
         result.status, result.output = SUCCEEDED, run.output if run.output is not None else run.text
 
-    def _history(self, limit: int = 20) -> list[Any]:
-        """The session's committed player turns, oldest first, as the prompt's history."""
+    def _history(self, *, max_turns: int | None = None) -> list[Any]:
+        """The session's committed player turns, oldest first, as the prompt's history.
+
+        Without agent.history (max_turns None) that is the whole game; one query either way.
+        """
         from agents.prompt import Turn as PromptTurn
 
-        rows = list(
+        if max_turns == 0:
+            return []
+        query = (
             Turn.objects.filter(
                 session_id=self.session.pk, kind=Turn.Kind.PLAYER, status=Turn.Status.COMMITTED
             )
             .order_by("-created_at")
-            .values_list("player_message", "narrative_text")[:limit]
+            .values_list("player_message", "narrative_text")
         )
+        rows = list(query if max_turns is None else query[:max_turns])
         rows.reverse()
         return [
             PromptTurn(

@@ -113,7 +113,10 @@ function settleCallback(message) {
   if (!entry) return;
   waiting.delete(message.id);
   if (message.type === "result") entry.resolve(message.result);
-  else entry.reject(new HostError(message.error?.code ?? "callback_failed", message.error?.message ?? "callback failed"));
+  else {
+    const hint = message.error?.hint;
+    entry.reject(new HostError(message.error?.code ?? "callback_failed", message.error?.message ?? "callback failed", hint ? { hint } : undefined));
+  }
 }
 
 // ---------------------------------------------------------------- packages
@@ -199,6 +202,11 @@ function makeCovel(pkg, registration, loadCall) {
       if (!module || typeof module.name !== "string" || typeof module.execute !== "function") {
         open();
         throw new TypeError("registerTool needs a tool made with toolkit.tool()");
+      }
+      const timeoutProblem = sdk.toolTimeoutProblem(module.name, module.timeoutMs);
+      if (timeoutProblem) {
+        open();
+        throw new RangeError(timeoutProblem);
       }
       push(registration.tools, module);
     },
@@ -366,7 +374,7 @@ async function loadPackage(params, call) {
       await current.run({ package: pkg.id, call }, () => withTimeout(Promise.resolve(factory(covel)), params.timeoutMs ?? 10000));
     } catch (error) {
       if (error instanceof HostError && error.code === "plugin_timeout") throw new HostError("entry_timeout", `entry factory ${error.message}`);
-      throw new HostError("entry_failed", `entry factory of ${pkg.id} threw: ${error?.message ?? String(error)}`);
+      throw new HostError("entry_failed", `entry factory ${path.relative(root, entryFile)} of ${pkg.id} threw: ${error?.message ?? String(error)}`);
     } finally {
       registration.closed = true;
     }
@@ -548,14 +556,34 @@ function toolContext(call, pkg, c, extra = {}) {
   };
 }
 
-async function runTool(call, pkg, name, args, context) {
+async function runTool(call, pkg, name, args, context, { limited = false } = {}) {
   const module = pkg.tools.get(name);
   if (!module) throw new HostError("tool_not_found", `package ${pkg.id} has no tool "${name}"`);
+  const limit = module.timeoutMs ?? sdk.DEFAULT_TOOL_TIMEOUT_MS;
+  // A nested call gets a signal of its own that aborts at its limit (and with its caller).
+  const own = limited ? new AbortController() : null;
+  const ctx = own ? { ...context, signal: AbortSignal.any([context.signal, own.signal]) } : context;
   try {
-    return normaliseToolResult(await module.execute(args ?? {}, context));
+    const running = Promise.resolve(module.execute(args ?? {}, ctx));
+    const result = own ? await withTimeout(running, limit, () => own.abort()) : await running;
+    return normaliseToolResult(result);
   } catch (error) {
+    if (own?.signal.aborted) {
+      const which = module.timeoutMs ? "its timeoutMs" : "the default tool limit";
+      throw new HostError("plugin_timeout", `tool "${name}" did not finish within ${limit} ms (${which})`);
+    }
     throw toolFailure(error, name);
   }
+}
+
+/** ctx.tools.call's failure: always a ToolError, with the code and hint as separate fields. */
+function asToolError(error) {
+  if (error instanceof sdk.ToolError) return error;
+  const hint = error?.details?.hint ?? undefined;
+  const code = error?.details?.code ?? error?.code ?? "tool_failed";
+  const failure = new sdk.ToolError(code, error?.message ?? String(error), { hint });
+  if (Array.isArray(error?.details)) failure.details = error.details;
+  return failure;
 }
 
 /** The tools a function runtime may call: function.tools.plugin, or every tool of a single-runtime package. */
@@ -673,15 +701,20 @@ const methods = {
           if (allowed.has(toolName)) {
             let result;
             try {
-              result = await runTool(call, pkg, toolName, args, toolContext(call, pkg, c, { runtimeId: runtime.id }));
+              result = await runTool(call, pkg, toolName, args, toolContext(call, pkg, c, { runtimeId: runtime.id }), { limited: true });
             } catch (error) {
-              const failure = new sdk.ToolError(error.details?.code ?? error.code, error.message, { hint: error.details?.hint ?? undefined });
-              throw failure;
+              throw asToolError(error);
             }
             call.proposals.push(...result.pendingProposals);
             return result.content;
           }
-          if (builtin.has(toolName)) return toPython(call, "tools.call", { name: toolName, args: args ?? {} });
+          if (builtin.has(toolName)) {
+            try {
+              return await toPython(call, "tools.call", { name: toolName, args: args ?? {} });
+            } catch (error) {
+              throw asToolError(error);
+            }
+          }
           throw new sdk.ToolError("tool_unavailable", `tool "${toolName}" is unavailable: it is not listed in function.tools of runtime ${runtime.id}`);
         },
       },

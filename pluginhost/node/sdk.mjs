@@ -165,6 +165,19 @@ function zodToJsonSchema(schema) {
   }
 }
 
+// A tool call's own limit: timeoutMs when the tool declares one, else this default.
+export const DEFAULT_TOOL_TIMEOUT_MS = 30000;
+// No single tool call may outlast an agent runtime's default time limit (120000 ms).
+export const MAX_TOOL_TIMEOUT_MS = 120000;
+
+/** Why a tool's timeoutMs is unusable, or null when it is absent or fine. */
+export function toolTimeoutProblem(name, timeoutMs) {
+  if (timeoutMs === undefined || timeoutMs === null) return null;
+  if (Number.isInteger(timeoutMs) && timeoutMs >= 1 && timeoutMs <= MAX_TOOL_TIMEOUT_MS) return null;
+  const got = typeof timeoutMs === "string" ? JSON.stringify(timeoutMs) : String(timeoutMs);
+  return `tool "${name}": timeoutMs must be an integer from 1 to ${MAX_TOOL_TIMEOUT_MS} (ms), got ${got}`;
+}
+
 /** Define a tool: validates the model's arguments with its zod schema before execute runs. */
 export function tool(definition) {
   if (!definition || typeof definition.name !== "string" || !definition.name) {
@@ -177,6 +190,8 @@ export function tool(definition) {
   if (!parameters || typeof parameters.safeParse !== "function") {
     throw new TypeError(`tool "${definition.name}" needs zod parameters`);
   }
+  const timeoutProblem = toolTimeoutProblem(definition.name, definition.timeoutMs);
+  if (timeoutProblem) throw new RangeError(timeoutProblem);
   return {
     _type: "covel-tool",
     name: definition.name,

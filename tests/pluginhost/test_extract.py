@@ -1,4 +1,5 @@
 """manage.py plugin_extract: write-back with round-trip YAML, --check, --json and exit codes."""
+
 from __future__ import annotations
 
 import difflib
@@ -79,7 +80,11 @@ def run(*args: str) -> Result:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "manage.py", "plugin_extract", *args], cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "manage.py", "plugin_extract", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -98,7 +103,8 @@ def test_it_writes_the_six_lists_and_keeps_comments_fields_and_body(package: Pat
     assert result.returncode == 0, result.stderr
     after = (package / "PLUGIN.md").read_text()
     diff = [
-        line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
         if line[:1] in "+-" and not line.startswith(("+++", "---"))
     ]
     assert diff == [
@@ -114,7 +120,9 @@ def test_it_writes_the_six_lists_and_keeps_comments_fields_and_body(package: Pat
         "+    - TurnStart",
         "+    - {event: PreStateCommit, enforce: pre}",
     ]
-    assert after.endswith("---\nRead `runtime-inputs.narrative.value`.\n\nCall `save-note` one time.   \n")
+    assert after.endswith(
+        "---\nRead `runtime-inputs.narrative.value`.\n\nCall `save-note` one time.   \n"
+    )
     assert "Updated PLUGIN.md" in result.stdout
     assert "  - old-tool" in result.stdout and "  + list-notes" in result.stdout
     # Extensions and commands are reported, never rewritten.
@@ -140,11 +148,15 @@ def test_check_writes_nothing_shows_drift_and_exits_1(package: Path):
 
 
 def test_order_and_spelling_changes_are_described_separately(package: Path):
-    text = (package / "PLUGIN.md").read_text().replace(
-        "  tools: [save-note, old-tool]  # tools comment",
-        "  tools: [list-notes, save-note]\n  actions: [inspect-note]\n  forms: [point-buy]\n"
-        "  services: [notes-read@1, {contract: notes-tool@1, modelFacing: true, access: read}, {contract: notes-write@1, access: write}]\n"
-        "  hooks: [TurnStart, {event: PreStateCommit, enforce: pre}]",
+    text = (
+        (package / "PLUGIN.md")
+        .read_text()
+        .replace(
+            "  tools: [save-note, old-tool]  # tools comment",
+            "  tools: [list-notes, save-note]\n  actions: [inspect-note]\n  forms: [point-buy]\n"
+            "  services: [notes-read@1, {contract: notes-tool@1, modelFacing: true, access: read}, {contract: notes-write@1, access: write}]\n"
+            "  hooks: [TurnStart, {event: PreStateCommit, enforce: pre}]",
+        )
     )
     (package / "PLUGIN.md").write_text(text)
     result = run(str(package), "--check")
@@ -159,9 +171,17 @@ def test_json_emits_extracted_and_drift(package: Path):
     assert result.returncode == 1
     data = json.loads(result.stdout)
     assert data["extracted"]["tools"] == ["save-note", "list-notes"]
-    assert data["extracted"]["hooks"] == ["TurnStart", {"event": "PreStateCommit", "enforce": "pre"}]
+    assert data["extracted"]["hooks"] == [
+        "TurnStart",
+        {"event": "PreStateCommit", "enforce": "pre"},
+    ]
     assert data["extracted"]["extensions"] == ["prompt.segment@1/notes"]
-    assert data["drift"]["tools"] == {"removed": ["old-tool"], "added": ["list-notes"], "reordered": False, "respelled": []}
+    assert data["drift"]["tools"] == {
+        "removed": ["old-tool"],
+        "added": ["list-notes"],
+        "reordered": False,
+        "respelled": [],
+    }
     assert set(data["drift"]) == {"tools", "actions", "services", "forms", "hooks"}
     assert data["written"] is False
 
@@ -177,7 +197,9 @@ def test_empty_lists_are_removed(package: Path):
 
 
 def test_a_localized_manifest_with_these_lists_is_reported_and_left_alone(package: Path):
-    localized = "---\ndescription: Notes.\ncontributes:\n  tools: [save-note]\n---\nLocalized body.\n"
+    localized = (
+        "---\ndescription: Notes.\ncontributes:\n  tools: [save-note]\n---\nLocalized body.\n"
+    )
     (package / "PLUGIN.zh-CN.md").write_text(localized)
     result = run(str(package))
     assert result.returncode == 0
@@ -188,7 +210,10 @@ def test_a_localized_manifest_with_these_lists_is_reported_and_left_alone(packag
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ("export default function register() { throw new Error('factory exploded'); }\n", "factory exploded"),
+        (
+            "export default function register() { throw new Error('factory exploded'); }\n",
+            "factory exploded",
+        ),
         (
             "export default async function register(covel) { await covel.http.fetch('https://example.org/'); }\n",
             "covel.http",
@@ -212,7 +237,9 @@ def test_extraction_errors_exit_1_and_write_nothing(package: Path, entry: str, m
 
 def test_an_entry_path_escaping_the_package_is_not_run(package: Path, tmp_path: Path):
     marker = tmp_path / "ran.txt"
-    (tmp_path / "evil.js").write_text(f"import fs from 'node:fs'; fs.writeFileSync({str(marker)!r}, 'x');\nexport default () => {{}};\n")
+    (tmp_path / "evil.js").write_text(
+        f"import fs from 'node:fs'; fs.writeFileSync({str(marker)!r}, 'x');\nexport default () => {{}};\n"
+    )
     text = (package / "PLUGIN.md").read_text().replace("requires:", "entry: ../evil.js\nrequires:")
     (package / "PLUGIN.md").write_text(text)
     result = run(str(package))
@@ -223,7 +250,11 @@ def test_an_entry_path_escaping_the_package_is_not_run(package: Path, tmp_path: 
 
 
 def test_executable_frontmatter_prevents_write_back(package: Path):
-    text = (package / "PLUGIN.md").read_text().replace("version: 0.1.0", "version: !!python/object/apply:os.system ['true']")
+    text = (
+        (package / "PLUGIN.md")
+        .read_text()
+        .replace("version: 0.1.0", "version: !!python/object/apply:os.system ['true']")
+    )
     (package / "PLUGIN.md").write_text(text)
     result = run(str(package))
     assert result.returncode == 1
@@ -244,3 +275,80 @@ def test_the_command_line_exit_codes(package: Path):
     assert cli(str(package)).returncode == 0
     in_sync = cli(str(package), "--check")
     assert (in_sync.returncode, in_sync.stdout.splitlines()[0]) == (0, "Declarations are in sync.")
+
+
+def test_an_empty_list_already_written_is_removed_too(package: Path):
+    # "Empty list keys are removed": also the ones the author wrote, not only those emptied now.
+    text = (
+        (package / "PLUGIN.md")
+        .read_text()
+        .replace(
+            "  tools: [save-note, old-tool]  # tools comment",
+            "  tools: [save-note, old-tool]  # tools comment\n  wires: []\n  forms:",
+        )
+    )
+    (package / "PLUGIN.md").write_text(text)
+    check = run(str(package), "--check", "--json")
+    assert check.returncode == 1
+    drift = json.loads(check.stdout)["drift"]
+    assert drift["wires"] == {
+        "removed": [],
+        "added": [],
+        "reordered": False,
+        "respelled": ["(empty list removed)"],
+    }
+    assert run(str(package)).returncode == 0
+    after = (package / "PLUGIN.md").read_text()
+    assert "wires" not in after
+    assert "  forms: [point-buy]" in after
+    again = run(str(package), "--check")
+    assert (again.returncode, again.stdout.splitlines()[0]) == (0, "Declarations are in sync.")
+
+
+def test_an_empty_list_is_removed_even_when_nothing_else_drifts(package: Path):
+    assert run(str(package)).returncode == 0  # in sync first
+    synced = (package / "PLUGIN.md").read_text()
+    (package / "PLUGIN.md").write_text(
+        synced.replace("  actions: [inspect-note]\n", "  actions: [inspect-note]\n  wires: []\n")
+    )
+    check = run(str(package), "--check")
+    assert check.returncode == 1
+    assert "contributes.wires: empty list removed" in check.stdout
+    assert run(str(package)).returncode == 0
+    assert (package / "PLUGIN.md").read_text() == synced
+
+
+def test_a_spelling_or_order_change_next_to_additions_is_still_described(package: Path):
+    text = (
+        (package / "PLUGIN.md")
+        .read_text()
+        .replace(
+            "  tools: [save-note, old-tool]  # tools comment",
+            "  tools: [list-notes, save-note, old-tool]\n"
+            "  services: [{contract: notes-read@1, access: read}]",
+        )
+    )
+    (package / "PLUGIN.md").write_text(text)
+    result = run(str(package), "--check")
+    assert result.returncode == 1
+    out = result.stdout
+    assert (
+        "contributes.services:\n  + notes-tool@1 (modelFacing)\n  + notes-write@1 (access: write)"
+        in out
+    )
+    assert "contributes.tools:\n  - old-tool" in out
+    assert "Order or spelling only:" in out
+    assert "contributes.services: spelling differs for notes-read@1" in out
+    assert "contributes.tools: order differs from registration order" in out
+    data = json.loads(run(str(package), "--check", "--json").stdout)
+    assert data["drift"]["services"]["respelled"] == ["notes-read@1"]
+    assert data["drift"]["services"]["added"] == [
+        "notes-tool@1 (modelFacing)",
+        "notes-write@1 (access: write)",
+    ]
+    assert data["drift"]["tools"] == {
+        "removed": ["old-tool"],
+        "added": [],
+        "reordered": True,
+        "respelled": [],
+    }
