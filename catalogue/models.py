@@ -54,6 +54,8 @@ class Package(models.Model):
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.BUNDLED)
     # The host version the package was validated against: a host upgrade re-parses everything.
     host_version = models.CharField(max_length=100, blank=True)
+    # The fingerprint of the loader that judged it (loader.rules_version): new rules re-judge it.
+    rules_version = models.CharField(max_length=64, blank=True)
     author_name = models.CharField(max_length=300, blank=True)
     author_url = models.CharField(max_length=2000, blank=True)
     author_about = models.TextField(blank=True)

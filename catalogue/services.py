@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q, RestrictedError
 from django.utils import timezone
 
+from catalogue.manifest.loader import rules_version
 from catalogue.manifest.rules import is_package_id
 from catalogue.manifest.types import Issue, LoadResult, thaw
 from catalogue.models import (
@@ -485,6 +486,7 @@ def package_index(
             "source_dir": str(result.path)[:1000],
             "content_hash": content_hash,
             "host_version": host_version,
+            "rules_version": rules_version(),
             "shadowed": shadowed or [],
             "indexed_at": timezone.now(),
         },
@@ -672,6 +674,7 @@ def _packages_sync(
             "source",
             "content_hash",
             "host_version",
+            "rules_version",
             "state",
             "errors",
             "shadowed",
@@ -696,6 +699,7 @@ def _packages_sync(
             and row is not None
             and row.content_hash == content_hash
             and row.host_version == host_version
+            and row.rules_version == rules_version()
             and row.source == source
             and not row.stale
         )

@@ -26,6 +26,8 @@ class SourcePlugin(models.Model):
     folder = models.CharField(max_length=1000)
     state = models.CharField(max_length=20, choices=State.choices)
     content_hash = models.CharField(max_length=64)
+    # The fingerprint of the loader that judged it (loader.rules_version): new rules re-judge it.
+    rules_version = models.CharField(max_length=64, blank=True)
     # The normalised manifest when loaded; the raw TOML (as far as it parsed) otherwise.
     manifest = models.JSONField(default=dict)
     errors = models.JSONField(default=list)

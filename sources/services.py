@@ -26,6 +26,7 @@ from sources.manifest import (
     content_hash,
     load_source_plugin,
     parse_duration,
+    rules_version,
     view_id_clashes_by_views,
     with_issues,
 )
@@ -101,6 +102,7 @@ def _row_values(result: SourceLoadResult) -> dict[str, Any]:
         "folder": str(Path(result.path).resolve()),
         "state": SourcePlugin.State.LOADED if result.ok else SourcePlugin.State.ERROR,
         "content_hash": result.content_hash,
+        "rules_version": rules_version(),
         "manifest": manifest,
         "errors": [i.as_dict() for i in result.errors],
         "warnings": [i.as_dict() for i in result.warnings],
@@ -145,7 +147,11 @@ def source_plugins_sync(
     kept: dict[str, SourcePlugin] = {}  # unchanged rows, not parsed
     for folder in _plugin_folders(source_plugin_dirs() if dirs is None else dirs):
         row = by_folder.get(str(folder.resolve()))
-        if row is not None and row.content_hash == content_hash(folder):
+        if (
+            row is not None
+            and row.content_hash == content_hash(folder)
+            and row.rules_version == rules_version()
+        ):
             plugin_id: str = row.plugin_id
             if plugin_id in results or plugin_id in kept:
                 report.skipped.append(str(folder))

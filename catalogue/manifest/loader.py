@@ -16,6 +16,7 @@ from typing import Any
 
 from catalogue.manifest import rules, schema
 from catalogue.manifest.context import PLUGIN_FILE, Context, RuntimeDoc
+from catalogue.manifest.fingerprint import code_fingerprint
 from catalogue.manifest.frontmatter import YAML_CODES, Parsed, parse_yaml, split_markdown
 from catalogue.manifest.normalise import normalise_package, normalise_runtime
 from catalogue.manifest.pointer import pointer
@@ -79,6 +80,13 @@ def load_package(path: str | os.PathLike[str], *, host_version: str = HOST_VERSI
         raw=freeze(raw) if isinstance(raw, dict) else None,
         content_hash=content_hash,
     )
+
+
+def rules_version() -> str:
+    """The fingerprint of this loader and its schemas: a package judged under another one is
+    judged again, even when its files are unchanged."""
+    here = Path(__file__).resolve().parent
+    return code_fingerprint(here, here.parent / "schemas")
 
 
 def package_hash(root: Path) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 import jsonschema
 
+from catalogue.manifest.fingerprint import code_fingerprint
 from catalogue.manifest.types import Issue, freeze
 from sources.manifest import schema
 from sources.manifest.codec import (
@@ -96,6 +97,11 @@ class SourceLoadResult:
     @property
     def ok(self) -> bool:
         return not self.errors and self.manifest is not None
+
+
+def rules_version() -> str:
+    """The fingerprint of this loader: a plugin judged under another one is judged again."""
+    return code_fingerprint(Path(__file__).resolve().parent)
 
 
 def content_hash(folder: Path) -> str:

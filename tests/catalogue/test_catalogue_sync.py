@@ -61,6 +61,35 @@ def test_a_changed_package_is_parsed_again(plugin_dirs, approval_calls):
     assert Package.objects.get().description == "Now keeps two notes."
 
 
+def test_a_package_judged_by_other_loader_rules_is_parsed_again(plugin_dirs):
+    """An upgrade that changes the loader's rules re-judges unchanged folders, once."""
+    from catalogue.manifest.loader import rules_version
+
+    plugin_dirs.add("bundled", "dice")
+    packages_sync()
+    assert Package.objects.get().rules_version == rules_version() != ""
+    Package.objects.update(rules_version="an-older-loader")
+    plugin_dirs.loads.clear()
+    assert packages_sync().indexed == ["dice"]
+    assert plugin_dirs.loads == ["dice"]
+    assert Package.objects.get().rules_version == rules_version()
+    assert packages_sync().indexed == []
+
+
+def test_the_rules_version_follows_the_loader_code(tmp_path):
+    from catalogue.manifest.fingerprint import code_fingerprint
+
+    (tmp_path / "rules.py").write_text("A = 1\n")
+    (tmp_path / "notes.txt").write_text("not code\n")
+    first = code_fingerprint(tmp_path)
+    (tmp_path / "notes.txt").write_text("changed, but not code\n")
+    code_fingerprint.cache_clear()
+    assert code_fingerprint(tmp_path) == first
+    (tmp_path / "rules.py").write_text("A = 2\n")
+    code_fingerprint.cache_clear()
+    assert code_fingerprint(tmp_path) != first
+
+
 def test_a_new_host_version_or_force_parses_everything(plugin_dirs, settings):
     plugin_dirs.add("bundled", "dice")
     packages_sync()

@@ -46,6 +46,19 @@ def test_a_second_sync_changes_nothing(plugins_dir: Path, example_copy: Path) ->
     assert list(SourceJob.objects.values()) == jobs_before
 
 
+def test_a_plugin_judged_by_other_loader_rules_is_judged_again(
+    plugins_dir: Path, example_copy: Path
+) -> None:
+    from sources.manifest import rules_version
+
+    source_plugins_sync()
+    SourcePlugin.objects.update(rules_version="an-older-loader")
+    report = source_plugins_sync()
+    assert report.updated == ["localfeed"] and not report.unchanged
+    assert SourcePlugin.objects.get().rules_version == rules_version() != ""
+    assert source_plugins_sync().unchanged == ["localfeed"]
+
+
 def test_a_changed_plugin_is_updated_and_its_jobs_follow(
     plugins_dir: Path, write_plugin: PluginWriter
 ) -> None:
