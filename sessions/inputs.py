@@ -8,6 +8,7 @@ cases (agents/cases.py) both call `bind_inputs`, so the two cannot drift apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,10 @@ class Binding:
     dependencies: tuple[str, ...] = ()
 
 
+# RFC 6901 array index: ASCII digits, no leading zero ("01" and "１" name no item).
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
 def resolve_pointer(value: Any, pointer: str) -> Any:
     """RFC 6901: the member of value at pointer; KeyError when it is not there."""
     if pointer == "":
@@ -43,7 +48,7 @@ def resolve_pointer(value: Any, pointer: str) -> Any:
         token = token.replace("~1", "/").replace("~0", "~")
         if isinstance(value, Mapping):
             value = value[token]
-        elif isinstance(value, list) and token.isdigit():
+        elif isinstance(value, list) and _ARRAY_INDEX.fullmatch(token) and int(token) < len(value):
             value = value[int(token)]
         else:
             raise KeyError(token)

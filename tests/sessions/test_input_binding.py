@@ -212,7 +212,9 @@ def test_pointers_follow_rfc_6901(pointer, expected):
     assert resolve_pointer({"": 1, "a/b": [10, 20], "m~n": 2}, pointer) == expected
 
 
-@pytest.mark.parametrize("pointer", ["a", "/a~1b/-1", "/a~1b/x", "/missing"])
+@pytest.mark.parametrize(
+    "pointer", ["a", "/a~1b/-1", "/a~1b/x", "/missing", "/a~1b/01", "/a~1b/2", "/a~1b/\uff11"]
+)
 def test_a_pointer_that_misses_raises_key_error(pointer):
     with pytest.raises(KeyError):
         resolve_pointer({"a/b": [10, 20]}, pointer)
