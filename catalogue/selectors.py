@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import Count, Prefetch, QuerySet
 from django.urls import reverse
 
+from catalogue.manifest.normalise import loop_defaults
 from catalogue.models import (
     Command,
     Contract,
@@ -667,15 +668,19 @@ def runtime_details(data: Any, *, kind: str) -> list[str]:
                 seen += " and the saved summaries"
             lines.append(seen)
         loop = _as_dict(agent.get("loop"))
+        # The loader writes the spec's loop defaults into every agent; a value equal to its
+        # default says nothing about this package, so only the others are shown.
+        story = _as_dict(data.get("io")).get("visibility") == "story"
+        usual = loop_defaults(story=story)
         if (n := _number(loop.get("maxSteps"))) is not None:
             lines.append(f"at most {_times(n, 'model step', 'model steps')} a run")
-        if (n := _number(loop.get("maxRetries"))) is not None:
+        if (n := _number(loop.get("maxRetries"))) is not None and n != usual["maxRetries"]:
             lines.append(
                 "never retries a failed model call"
                 if n == 0
                 else f"retries a failed model call up to {_times(n, 'time', 'times')}"
             )
-        if (n := _number(loop.get("timeoutMs"))) is not None:
+        if (n := _number(loop.get("timeoutMs"))) is not None and n != usual["timeoutMs"]:
             lines.append(f"stops after {_ms(n)}")
         if agent.get("reasoning") is False:
             lines.append("model reasoning off")

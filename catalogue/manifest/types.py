@@ -3,6 +3,7 @@
 Everything downstream (the indexer, the JS host, the resolver, the runtimes) reads packages
 through these types, never through the YAML text.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -61,8 +62,10 @@ class RuntimeManifest:
     qualified_id: "<pluginId>/<runtimeId>", or the package ID for the inline runtime.
     file:         "PLUGIN.md" or "runtimes/<id>/RUNTIME.md".
     prompt:       the Markdown body of that file (the agent's prompt).
-    data:         the runtime object (frozen), normalised: schedule.trigger.type, detached
-                  options, function.handler resolved when present, etc.
+    data:         the runtime object (frozen), normalised: every default the spec states is
+                  written in (schedule, io, agent and its loop; see catalogue/manifest/normalise.py
+                  and docs/loader.md, "Defaults applied"), detached: true becomes its options,
+                  function.handler and guard are package-relative.
     """
 
     id: str
@@ -110,9 +113,13 @@ class RuntimeManifest:
 class Manifest:
     """A validated package. Only built when the package has no errors.
 
-    data is the whole normalised frontmatter of PLUGIN.md (frozen): defaults applied
-    (id, kind, version, entry), written ui:*/cost:* tags replaced by derived ones,
-    provides normalised to objects including every runtime's io.output.contract.
+    data is the whole normalised frontmatter of PLUGIN.md (frozen): every default the spec
+    states applied (id, kind, version, entry, and those of contributes: argument types, action
+    kinds, services, extensions, hooks, events, datasets, data namespaces and their sources,
+    prompt roles; see docs/loader.md, "Defaults applied"), written ui:*/cost:* tags replaced by
+    derived ones, provides normalised to objects including every runtime's io.output.contract.
+    A list entry written in its string short form (a hook's event name, a service's contract)
+    stays a string: it means every default.
     """
 
     id: str
@@ -184,8 +191,8 @@ class LoadResult:
     """The verdict on one package folder: a manifest when valid, and every error and warning.
 
     raw is the parsed PLUGIN.md frontmatter when it could be parsed at all (so a catalogue can
-    still show the name and description of an invalid package); package_id is the written id,
-    or the folder name.
+    still show the name and description of an invalid package), exactly as written: no default
+    is applied to it. package_id is the written id, or the folder name.
     """
 
     path: str

@@ -75,7 +75,11 @@ def test_runtime_defaults(make_package: PackageFactory) -> None:
     assert rt.trigger == "auto" and rt.visibility == "system" and rt.stage == "post-turn"
     assert thaw(rt.detached) == {"settle": True, "maxSettleWaitMs": 60000}
     assert thaw(rt.data["io"]["inputs"]) == {
-        "n": {"from": {"contract": "narrative-engine@2"}, "scope": "turn", "required": True},
+        "n": {
+            "from": {"contract": "narrative-engine@2", "cardinality": "one"},
+            "scope": "turn",
+            "required": True,
+        },
         "t": {"from": {"kernel": "turn-digest@1"}},
     }
     assert thaw(rt.data["io"]["selfData"]) == [
