@@ -31,6 +31,7 @@ from agents.tools import (
     ToolBinding,
     Toolset,
     build_toolset,
+    form_problem,
 )
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 from pluginhost.callbacks import HostCallbacks, PackageCapabilities
@@ -241,7 +242,13 @@ class _Executor:
                 self.context.notify(notice)
             return ToolOutcome(True, {"notified": True})
         if binding.target == "create-form":
-            form_id = f"{self.runtime.qualified_id}:{len(self.record.forms) + 1}"
+            problem = form_problem(args, validators=self.manifest.contributes.get("forms") or ())
+            if problem:
+                return ToolOutcome(False, error=f"create-form {problem}")
+            # The id is the form's interactionId, unique in the session: a turn's forms carry
+            # its turn id, so the same runtime can ask again on a later turn.
+            turn = f"{self.context.turn_id}:" if self.context.turn_id else ""
+            form_id = f"{self.runtime.qualified_id}:{turn}{len(self.record.forms) + 1}"
             form = {"id": form_id, "plugin": self.manifest.id, "runtime": self.runtime.qualified_id,
                     **{k: v for k, v in args.items()}}
             self.record.forms.append(form)

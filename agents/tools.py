@@ -24,6 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jsonschema import exceptions as schema_exceptions
+from jsonschema import validators as schema_validators
+
 from agents.loop import LOAD_TOOLS, RUNTIME_DONE, ToolSpec
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 
@@ -33,7 +36,12 @@ OP_KINDS = ("set", "merge", "inc", "append", "insert", "remove", "upsertItem", "
 LIST_LIMIT = 50  # records a <dataset>-list call returns by default; at most LIST_MAX
 LIST_MAX = 200
 NOTIFICATION_LEVELS = ("info", "success", "warning", "error")
-FORM_FIELD_TYPES = ("text", "textarea", "number", "integer", "toggle", "select")
+# checkbox and toggle are both a boolean; a select needs options.
+FORM_FIELD_TYPES = ("text", "textarea", "number", "integer", "checkbox", "toggle", "select")
+# A form field name is a key of the submitted values; camelCase and kebab-case both read well.
+FORM_FIELD_NAME = "^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+# A function's own interactionId travels in the submit URL, so it keeps to URL-safe characters.
+FORM_ID = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$"
 KEBAB = "^[a-z0-9]+(-[a-z0-9]+)*$"
 
 
@@ -198,6 +206,98 @@ def dataset_tool(info: DatasetInfo, action: str) -> ToolSpec:
     raise ValueError(f"unknown dataset tool {action!r}")
 
 
+def notification_schema() -> dict[str, Any]:
+    """A notice for the player: create-notification's arguments, and one entry of a function's
+    effects.notifications."""
+    return {"type": "object", "required": ["title"], "additionalProperties": False, "properties": {
+        "title": {"type": "string", "minLength": 1, "maxLength": 120},
+        "body": {"type": "string", "maxLength": 1000},
+        "level": {"type": "string", "enum": list(NOTIFICATION_LEVELS)},
+    }}
+
+
+def form_schema(*, interaction: bool = False) -> dict[str, Any]:
+    """The shape of a form: create-form's arguments, and (interaction=True) one entry of a
+    function's effects.interactions, which also carries type "form" and its own interactionId.
+
+    One schema for both paths, so an agent and a function can ask exactly the same things.
+    """
+    field_schema = {
+        "type": "object", "required": ["name", "label"], "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string", "pattern": FORM_FIELD_NAME},
+            "label": {"type": "string", "minLength": 1, "maxLength": 120},
+            "type": {"type": "string", "enum": list(FORM_FIELD_TYPES)},
+            "required": {"type": "boolean"},
+            "description": {"type": "string", "maxLength": 500},
+            "placeholder": {"type": "string", "maxLength": 200},
+            "default": {"description": "The value the field starts with."},
+            "min": {"type": "number", "description": "number, integer: the smallest value."},
+            "max": {"type": "number", "description": "number, integer: the largest value."},
+            "step": {"type": "number", "exclusiveMinimum": 0,
+                     "description": "number, integer: values are min (or 0) plus a multiple of step."},
+            # select: a plain string is an option whose label is its value.
+            "options": {"type": "array", "maxItems": 50, "items": {"anyOf": [
+                {"type": "string", "maxLength": 200},
+                {"type": "object", "required": ["value", "label"], "additionalProperties": False,
+                 "properties": {"value": {"type": "string", "maxLength": 200},
+                                "label": {"type": "string", "maxLength": 200}}},
+            ]}},
+        },
+    }
+    properties: dict[str, Any] = {
+        "title": {"type": "string", "minLength": 1, "maxLength": 120},
+        "description": {"type": "string", "maxLength": 1000},
+        "notice": {"type": "string", "maxLength": 1000,
+                   "description": "A line above the fields, in the game's language."},
+        "submitLabel": {"type": "string", "maxLength": 40},
+        "fields": {"type": "array", "minItems": 1, "maxItems": 20, "items": field_schema},
+        "validation": {"type": "object", "required": ["name"], "additionalProperties": False,
+                       "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 100}}},
+    }
+    required = ["title", "fields"]
+    if interaction:
+        properties = {"type": {"const": "form"},
+                      "interactionId": {"type": "string", "pattern": FORM_ID}, **properties}
+        required = ["type", "interactionId", *required]
+    return {"type": "object", "required": required, "additionalProperties": False,
+            "properties": properties}
+
+
+def form_problem(
+    form: Any, *, validators: Iterable[str], interaction: bool = False, base: str = ""
+) -> str | None:
+    """None when form is a usable form; else "at <pointer>: <what is wrong> [<rule>]", the
+    pointer prefixed with base (where the caller found the form).
+
+    Beyond the schema: field names are unique, a select has options, min is not above max,
+    and a named validation is one the package lists in contributes.forms.
+    """
+    schema = form_schema(interaction=interaction)
+    error = schema_exceptions.best_match(
+        schema_validators.validator_for(schema)(schema).iter_errors(form)
+    )
+    if error is not None:
+        where = base + "".join(f"/{p}" for p in error.absolute_path)
+        return f"at {where or '/'}: {error.message} [{error.validator}]"
+    seen: set[str] = set()
+    for index, item in enumerate(form["fields"]):
+        if item["name"] in seen:
+            return f"at {base}/fields/{index}/name: the field name {item['name']!r} is used twice [uniqueFieldNames]"
+        seen.add(item["name"])
+        if item.get("type") == "select" and not item.get("options"):
+            return f"at {base}/fields/{index}/options: a select field needs at least one option [selectOptions]"
+        if "min" in item and "max" in item and item["min"] > item["max"]:
+            return f"at {base}/fields/{index}/min: min {item['min']} is above max {item['max']} [minMax]"
+    name = (form.get("validation") or {}).get("name")
+    declared = [str(v) for v in validators]
+    if name is not None and name not in declared:
+        listed = ", ".join(declared) or "none"
+        return (f"at {base}/validation/name: the validator {name!r} is not listed in contributes.forms "
+                f"(listed: {listed}) [contributes.forms]")
+    return None
+
+
 def builtin_tool(name: str, *, events: Mapping[str, Mapping[str, Any]]) -> ToolSpec | None:
     if name == "emit-event":
         directory = "\n".join(
@@ -216,35 +316,15 @@ def builtin_tool(name: str, *, events: Mapping[str, Mapping[str, Any]]) -> ToolS
         return ToolSpec(
             "create-notification",
             "Send the player a short notice shown beside the story.",
-            {"type": "object", "required": ["title"], "additionalProperties": False, "properties": {
-                "title": {"type": "string", "minLength": 1, "maxLength": 120},
-                "body": {"type": "string", "maxLength": 1000},
-                "level": {"type": "string", "enum": list(NOTIFICATION_LEVELS)},
-            }},
+            notification_schema(),
         )
     if name == "create-form":
         return ToolSpec(
             "create-form",
-            "Ask the player for structured input with a small form; the answer arrives later.",
-            {"type": "object", "required": ["title", "fields"], "additionalProperties": False,
-             "properties": {
-                 "title": {"type": "string", "minLength": 1, "maxLength": 120},
-                 "description": {"type": "string", "maxLength": 1000},
-                 "submitLabel": {"type": "string", "maxLength": 40},
-                 "fields": {"type": "array", "minItems": 1, "maxItems": 20, "items": {
-                     "type": "object", "required": ["name", "label"], "additionalProperties": False,
-                     "properties": {
-                         "name": {"type": "string", "pattern": KEBAB, "maxLength": 64},
-                         "label": {"type": "string", "minLength": 1, "maxLength": 120},
-                         "type": {"type": "string", "enum": list(FORM_FIELD_TYPES)},
-                         "required": {"type": "boolean"},
-                         "options": {"type": "array", "maxItems": 50, "items": {
-                             "type": "object", "required": ["value", "label"],
-                             "properties": {"value": {"type": "string"}, "label": {"type": "string"}},
-                         }},
-                     },
-                 }},
-             }},
+            "Ask the player for structured input with a small form; the answer arrives later, as "
+            "the player's input of a new turn. notice is a line above the fields (say why the form "
+            "is shown again); validation names a validator the package declares.",
+            form_schema(),
         )
     return None
 

@@ -22,6 +22,8 @@ from sessions.schemas import (
     ActionIn,
     CommandIn,
     ErrorOut,
+    InteractionErrorOut,
+    InteractionSubmitIn,
     JobAcceptedOut,
     PluginDataOut,
     RpcIn,
@@ -388,5 +390,34 @@ def command(request: HttpRequest, session_id: str, data: CommandIn) -> Status:
         return Status(refusal.status, refusal.body)
     except CommandError as exc:
         return Status(422, exc.as_dict())
+    except services.SessionProblem as exc:
+        return _problem(exc)
+
+
+@router.post(
+    "/sessions/{session_id}/interactions/{path:interaction_id}",
+    response={
+        200: TurnOut,
+        **{status: InteractionErrorOut for status in (404, 409, 422, 502)},
+    },
+)
+def submit_interaction(
+    request: HttpRequest, session_id: str, interaction_id: str, data: InteractionSubmitIn
+) -> Status:
+    """The player's answer to a pending form; the follow-up turn's result.
+
+    Another player gets the same 404 as for a session that does not exist: a form's ID says
+    nothing about whose it is.
+    """
+    session = selectors.session_get(session_id=session_id)
+    if session is None or not selectors.session_can_access(session=session, user=request.user):
+        return Status(404, {"detail": f"no form {interaction_id!r} here", "code": "not_found"})
+    try:
+        return Status(
+            200,
+            services.interaction_submit(
+                session=session, interaction_id=interaction_id, values=data.values
+            ),
+        )
     except services.SessionProblem as exc:
         return _problem(exc)

@@ -155,3 +155,49 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.type}"
+
+
+class Interaction(models.Model):
+    """A form a runtime asked the player to fill in; answered once, by a follow-up turn.
+
+    Written in the commit of the turn whose runtime asked (only when that runtime succeeded), so
+    a failed or dropped runtime never leaves a form behind.
+    """
+
+    class Kind(models.TextChoices):
+        FORM = "form", "Form"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SUBMITTED = "submitted", "Submitted"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="interactions")
+    source_turn = models.ForeignKey(
+        Turn, null=True, on_delete=models.SET_NULL, related_name="interactions"
+    )
+    plugin_id = models.CharField(max_length=100)
+    runtime_id = models.CharField(max_length=300)  # qualified runtime ID
+    # The function's own interactionId, or create-form's generated one; it names the form in
+    # the submit URL.
+    interaction_id = models.CharField(max_length=400)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FORM)
+    # {title, description, notice, submitLabel, fields, validation} as the runtime wrote it.
+    form = models.JSONField(default=dict)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    values = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    answer_turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="answers"
+    )
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "interaction_id"], name="uniq_session_interaction"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} {self.kind} {self.interaction_id} ({self.status})"

@@ -6,6 +6,8 @@ from typing import Any
 
 from ninja import Field, Schema
 
+from sessions.forms import PLAYER_MESSAGE_MAX_LENGTH
+
 
 class ErrorOut(Schema):
     detail: Any
@@ -83,7 +85,7 @@ class SessionListOut(Schema):
 
 
 class ActionIn(Schema):
-    message: str = Field("", max_length=20000)
+    message: str = Field("", max_length=PLAYER_MESSAGE_MAX_LENGTH)
     actions: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -163,3 +165,20 @@ class TurnRowOut(Schema):
     sourceTurnId: str | None = None
     createdAt: str
     finishedAt: str | None = None
+
+
+class InteractionSubmitIn(Schema):
+    values: dict[str, Any] = Field(
+        default_factory=dict, description="The answer, by field name: text, a number, a boolean."
+    )
+
+
+class IssueOut(Schema):
+    field: str | None = None  # null: the whole form
+    message: str
+
+
+class InteractionErrorOut(Schema):
+    detail: Any
+    code: str | None = None
+    issues: list[IssueOut] = []

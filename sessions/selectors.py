@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -15,8 +18,16 @@ from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
 from config.sql import Table
-from sessions.models import PluginData, RecordedExport, Session, SessionEvent, Turn
+from sessions.models import (
+    Interaction,
+    PluginData,
+    RecordedExport,
+    Session,
+    SessionEvent,
+    Turn,
+)
 
+LOCALE_NAME = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 _MANIFESTS: dict[tuple[str, str, str], Manifest | None] = {}
 _MANIFESTS_LOCK = threading.Lock()
 
@@ -134,3 +145,54 @@ def events_after(
 def last_event_seq(*, session: Session) -> int:
     row = SessionEvent.objects.filter(session=session).order_by("-seq").first()
     return row.seq if row else 0
+
+
+# ------------------------------------------------------------------ forms and notifications
+
+
+def interaction_exists(*, session: Session, interaction_id: str) -> bool:
+    return Interaction.objects.filter(session=session, interaction_id=interaction_id).exists()
+
+
+def interaction_get(*, session: Session, interaction_id: str) -> Interaction | None:
+    return Interaction.objects.filter(session=session, interaction_id=interaction_id).first()
+
+
+def interaction_pending_list(*, session: Session) -> list[Interaction]:
+    """The forms still waiting for the player, oldest first."""
+    return list(
+        Interaction.objects.filter(session=session, status=Interaction.Status.PENDING).order_by(
+            "created_at", "id"
+        )
+    )
+
+
+def notification_recent_list(*, session: Session, limit: int = 10) -> list[dict[str, Any]]:
+    """The latest notification.created payloads, newest first (the stream is their record)."""
+    rows = SessionEvent.objects.filter(session=session, type="notification.created").order_by(
+        "-seq"
+    )[:limit]
+    return [row.payload for row in rows]
+
+
+def package_messages(*, manifest: Manifest, locale: str) -> dict[str, str] | None:
+    """The package's translations of its code's texts for a locale, or None without any.
+
+    They live in locales/<locale>.messages.json, a JSON object from the source text to its
+    translation (the loader leaves that file alone: locales/<locale>.yaml translates manifest
+    files only). fr-CA falls back to fr.
+    """
+    if not LOCALE_NAME.fullmatch(locale):
+        return None  # the session's locale is the player's text: never a path
+    folder = Path(manifest.path) / "locales"
+    for candidate in dict.fromkeys([locale, locale.split("-")[0]]):
+        path = folder / f"{candidate}.messages.json"
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # an unreadable file translates nothing; the source texts still show
+        if isinstance(data, dict):
+            return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+    return None

@@ -30,8 +30,9 @@ from pluginhost.services import plugin_function_call, plugin_guard_call
 from sessions import selectors, services
 from sessions.callbacks import SessionCallbacks
 from sessions.errors import OperationError, WriteRefused
+from sessions.forms import form_normalise
 from sessions.inputs import bind_inputs, committed_sources, staged_operations
-from sessions.models import PluginData, RecordedExport, Session, Turn
+from sessions.models import Interaction, PluginData, RecordedExport, Session, Turn
 from sessions.operations import MISSING, TurnOverlay, datasets_of, proposal_ops
 from sessions.planner import STAGES, Plan, PlannedRuntime, Skip, plan_turn
 from sessions.resolver import Resolution
@@ -186,6 +187,10 @@ class TurnExecutor:
             load=self._load_stored, datasets=self.datasets, lister=self._list_stored
         )
         self.exports: list[tuple[str, str, str, Any]] = []  # (plugin, runtime, recordAs, value)
+        # What each runtime asked to show the player: committed only if the runtime succeeds
+        # and keeps its writes. forms: runtime -> [(interactionId, form)].
+        self.forms: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self.notifications: dict[str, list[dict[str, Any]]] = {}
         self.jobs: list[PlannedRuntime] = []
         self.job_inputs: dict[str, dict[str, Any]] = {}
         self.world = self._world()
@@ -563,6 +568,71 @@ class TurnExecutor:
             return None
         return schema_problem(manifest, planned.manifest, str(written), output, what="output")
 
+    def _take_effects(
+        self, manifest: Manifest, planned: PlannedRuntime, effects: Mapping[str, Any]
+    ) -> tuple[str, str] | None:
+        """Hold a function's effects.notifications and effects.interactions for the commit;
+        (code, reason) when one cannot be shown, which fails the runtime.
+
+        A form is checked against the same schema as create-form, its validation must be listed
+        in contributes.forms, and its interactionId must be new in the session.
+        """
+        from agents.tools import form_problem, notification_schema
+
+        where = f"{planned.runtime} (plugin {planned.package})"
+        notices = effects.get("notifications") or []
+        interactions = effects.get("interactions") or []
+        if not isinstance(notices, list) or not isinstance(interactions, list):
+            return (
+                "effects-invalid",
+                f"{where}: effects.notifications and effects.interactions are lists",
+            )
+        schema = notification_schema()
+        validator = validators.validator_for(schema)(schema)
+        for index, notice in enumerate(notices):
+            error = schema_exceptions.best_match(validator.iter_errors(notice))
+            if error is not None:
+                pointer = "".join(f"/{p}" for p in error.absolute_path)
+                return (
+                    "notification-invalid",
+                    f"{where}: a notification at /effects/notifications/{index}{pointer}: "
+                    f"{error.message} [{error.validator}]",
+                )
+        taken = {i for forms in self.forms.values() for i, _ in forms}
+        forms: list[tuple[str, dict[str, Any]]] = []
+        for index, entry in enumerate(interactions):
+            base = f"/effects/interactions/{index}"
+            if not isinstance(entry, dict) or entry.get("type") != "form":
+                return (
+                    "form-invalid",
+                    f'{where}: an interaction at {base}/type: only type "form" is supported [type]',
+                )
+            problem = form_problem(
+                entry,
+                validators=manifest.contributes.get("forms") or (),
+                interaction=True,
+                base=base,
+            )
+            interaction_id = str(entry["interactionId"]) if not problem else ""
+            if not problem and (
+                interaction_id in taken
+                or selectors.interaction_exists(session=self.session, interaction_id=interaction_id)
+            ):
+                problem = (
+                    f"at {base}/interactionId: {interaction_id!r} is already used in this "
+                    "session [uniqueInteractionId]"
+                )
+            if problem:
+                return "form-invalid", f"{where}: a form {problem}"
+            taken.add(interaction_id)
+            asked = {k: v for k, v in entry.items() if k not in ("type", "interactionId")}
+            forms.append((interaction_id, form_normalise(asked)))
+        if forms:
+            self.forms[planned.runtime] = forms
+        if notices:
+            self.notifications[planned.runtime] = [dict(n) for n in notices]
+        return None
+
     def _run_function(
         self,
         manifest: Manifest,
@@ -600,6 +670,11 @@ class TurnExecutor:
         problem = self._check_output(manifest, planned, output)
         if problem:
             result.status, result.code, result.reason = FAILED, "output-invalid", problem
+            return
+        effects = value.get("effects") if isinstance(value.get("effects"), dict) else {}
+        refused = self._take_effects(manifest, planned, effects)
+        if refused:
+            result.status, result.code, result.reason = FAILED, *refused
             return
         refused = self._stage_writes(planned, answer.operations, answer.proposals)
         if refused:
@@ -666,6 +741,17 @@ class TurnExecutor:
             result.reason = run.error or f"{planned.runtime} failed"
             return
         result.status, result.output = SUCCEEDED, run.output if run.output is not None else run.text
+        # create-form checked each form when the model called it (a bad one was refused to the
+        # model, which may try again); its generated id carries this turn's id.
+        for form in run.forms:
+            asked = {k: v for k, v in form.items() if k not in ("id", "plugin", "runtime")}
+            self.forms.setdefault(planned.runtime, []).append(
+                (str(form["id"]), form_normalise(asked))
+            )
+        for notice in run.notifications:
+            self.notifications.setdefault(planned.runtime, []).append(
+                {k: notice[k] for k in ("title", "body", "level") if k in notice}
+            )
 
     def _history(self, *, max_turns: int | None = None) -> list[Any]:
         """The session's committed player turns, oldest first, as the prompt's history.
@@ -844,7 +930,45 @@ class TurnExecutor:
             for dropped in outcome.dropped:
                 self.emit("runtime.status", self.results[dropped.runtime].as_dict())
             self._release_events()
+            self._commit_asks(session, kept)
         return commit_info
+
+    def _commit_asks(self, session: Session, kept: set[str]) -> None:
+        """The forms and notifications of the runtimes that succeeded and kept their writes."""
+        for rid in self.order:
+            result = self.results[rid]
+            if rid not in kept or result.status != SUCCEEDED:
+                continue
+            for interaction_id, form in self.forms.get(rid, []):
+                Interaction.objects.create(
+                    session=session,
+                    source_turn=self.turn,
+                    plugin_id=result.package,
+                    runtime_id=rid,
+                    interaction_id=interaction_id,
+                    form=form,
+                )
+                self.emit(
+                    "interaction.created",
+                    {
+                        "interactionId": interaction_id,
+                        "kind": Interaction.Kind.FORM,
+                        "pluginId": result.package,
+                        "runtimeId": rid,
+                        "form": form,
+                    },
+                )
+            for notice in self.notifications.get(rid, []):
+                self.emit(
+                    "notification.created",
+                    {
+                        "pluginId": result.package,
+                        "runtimeId": rid,
+                        "title": notice["title"],
+                        "body": notice.get("body", ""),
+                        "level": notice.get("level", "info"),
+                    },
+                )
 
     def _enqueue_jobs(self, session: Session) -> list[str]:
         if not self.jobs:

@@ -8,5 +8,6 @@ urlpatterns = [
     path("new/", views.session_new, name="new"),
     path("<uuid:session_id>/", views.session_detail, name="detail"),
     path("<uuid:session_id>/status/", views.session_status, name="status"),
+    path("<uuid:session_id>/forms/", views.session_forms, name="forms"),
     path("<uuid:session_id>/seats/<str:seat_id>/", views.session_seat, name="seat"),
 ]

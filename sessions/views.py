@@ -152,8 +152,23 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
             for row in play_selectors.plugin_data_rows(session=session)
         ],
         "last_seq": play_selectors.last_event_seq(session=session),
+        "forms": play_selectors.interaction_pending_list(session=session),
+        "notifications": play_selectors.notification_recent_list(session=session),
     }
     return render(request, "sessions/session_detail.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def session_forms(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """The pending forms alone: the play page fetches them when a turn asks something new."""
+    session = Session.objects.select_related("owner").filter(pk=session_id).first()
+    if session is None:
+        raise Http404("no such session")
+    if not play_selectors.session_can_access(session=session, user=request.user):
+        raise PermissionDenied("this session belongs to another player")
+    forms = play_selectors.interaction_pending_list(session=session)
+    return render(request, "sessions/_forms.html", {"forms": forms})
 
 
 def _seat_rows(session: Session) -> list[dict[str, Any]]:

@@ -12,6 +12,9 @@
   const commandResult = document.getElementById("command-result");
   const turns = document.getElementById("session-turns");
   const phase = document.getElementById("session-phase");
+  const asks = document.getElementById("asks");
+  const formsBox = document.getElementById("forms");
+  const notices = document.getElementById("notifications");
 
   function csrfToken() {
     try {
@@ -120,10 +123,99 @@
       const name = section.querySelector(".seat-current");
       if (name) name.textContent = radio ? radio.parentElement.textContent.trim() : "";
     },
+    "interaction.created": () => refreshForms(),
+    "notification.created": (p) => showNotice(p),
     "turn.failed": (p) => {
       if (state) state.textContent = `The turn failed: ${p.error}`;
     },
   };
+
+  // ---------------------------------------------------------------- forms and notices
+
+  function showNotice(notice) {
+    notices.querySelector(".empty")?.remove();
+    const item = el("li", `notification level-${String(notice.level || "info").replace(/[^a-z]/g, "")}`);
+    item.append(el("strong", "title", notice.title));
+    if (notice.body) item.append(el("span", "body", notice.body));
+    item.append(el("span", "from muted", notice.pluginId));
+    notices.prepend(item);
+  }
+
+  // New forms come from the server's own (escaped) fragment; forms already on the page stay
+  // as they are, so nothing the player has typed is lost.
+  async function refreshForms() {
+    const response = await fetch(root.dataset.formsUrl, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const fragment = new DOMParser().parseFromString(await response.text(), "text/html");
+    const present = new Set([...formsBox.querySelectorAll("form.ask")].map((f) => f.dataset.interaction));
+    for (const form of fragment.querySelectorAll("form.ask")) {
+      if (!present.has(form.dataset.interaction)) formsBox.append(document.importNode(form, true));
+    }
+    asks.hidden = !formsBox.querySelector("form.ask");
+  }
+
+  function askValues(form) {
+    const values = {};
+    for (const box of form.querySelectorAll(".ask-field")) {
+      const input = box.querySelector("input, textarea, select");
+      const type = box.dataset.type;
+      if (type === "checkbox" || type === "toggle") values[box.dataset.field] = input.checked;
+      else if (type === "number" || type === "integer") {
+        if (input.value.trim() !== "") values[box.dataset.field] = Number(input.value);
+      } else values[box.dataset.field] = input.value;
+    }
+    return values;
+  }
+
+  function showIssues(form, issues) {
+    const slots = [...form.querySelectorAll(".issue")];
+    for (const slot of slots) {
+      slot.textContent = "";
+      slot.hidden = true;
+    }
+    form.querySelectorAll("[aria-invalid]").forEach((input) => input.removeAttribute("aria-invalid"));
+    for (const issue of issues) {
+      const wanted = issue.field == null ? "" : String(issue.field);
+      const slot = slots.find((s) => s.dataset.issueFor === wanted) || form.querySelector(".form-issue");
+      slot.textContent = slot.textContent ? `${slot.textContent} ${issue.message}` : String(issue.message);
+      slot.hidden = false;
+      slot.closest(".ask-field")?.querySelector("input, textarea, select")?.setAttribute("aria-invalid", "true");
+    }
+  }
+
+  function markAnswered(form) {
+    form.classList.add("answered");
+    form.querySelectorAll("input, textarea, select, button").forEach((input) => {
+      input.disabled = true;
+    });
+    form.querySelector("button[type=submit]")?.replaceWith(el("p", "answered-note", "Answered."));
+  }
+
+  formsBox?.addEventListener("submit", async (event) => {
+    const form = event.target.closest("form.ask");
+    if (!form) return;
+    event.preventDefault();
+    const button = form.querySelector("button[type=submit]");
+    const status = form.querySelector(".ask-state");
+    button.disabled = true;
+    status.textContent = "Sending...";
+    try {
+      const url = `${root.dataset.interactionsUrl}/${encodeURIComponent(form.dataset.interaction)}`;
+      const answer = await post(url, { values: askValues(form) });
+      status.textContent = "";
+      if (answer.ok) {
+        showIssues(form, []);
+        markAnswered(form);
+      } else if (answer.data.code === "form_rejected") {
+        showIssues(form, answer.data.issues || []);
+      } else {
+        showIssues(form, [{ field: null, message: String(answer.data.detail || `error ${answer.status}`) }]);
+        if (answer.data.code === "interaction_already_submitted") markAnswered(form);
+      }
+    } finally {
+      if (!form.classList.contains("answered")) button.disabled = false;
+    }
+  });
 
   function refreshJobs() {
     const panel = document.getElementById("jobs-panel");
