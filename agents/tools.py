@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from jsonschema import exceptions as schema_exceptions
 from jsonschema import validators as schema_validators
 
 from agents.loop import LOAD_TOOLS, RUNTIME_DONE, ToolSpec
+from catalogue.manifest.normalise import service_tool_name as default_service_tool_name
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 
 BUILTIN_TOOLS = ("emit-event", "create-notification", "create-form")
@@ -336,7 +336,7 @@ def service_tool_name(entry: Any) -> tuple[str, str]:
         written = entry.get("as")
     else:
         contract, written = str(entry), None
-    return contract, str(written) if written else re.sub(r"@\d+$", "", contract).replace(".", "-")
+    return contract, str(written) if written else default_service_tool_name(contract)
 
 
 def service_spec(name: str, contract: str, provider: Manifest,

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import textwrap
+from io import StringIO
 from pathlib import Path
 from typing import Any
+
+from django.core.management import call_command
 
 from agents.gateway import Endpoint
 from agents.runtime import AgentRuntimeContext, OverlayCallbacks, OverlayData, run_agent_runtime
@@ -184,3 +187,15 @@ def offered(request: dict) -> list[str]:
 
 def dedent(text: str) -> str:
     return textwrap.dedent(text)
+
+
+def run_command(*args: str) -> tuple[int, dict | None, str]:
+    """manage.py test_runtime in this process: (exit code, the JSON report or None, stderr)."""
+    out, err = StringIO(), StringIO()
+    code = 0
+    try:
+        call_command("test_runtime", *args, stdout=out, stderr=err)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    text = out.getvalue()
+    return code, (json.loads(text) if text.strip() else None), err.getvalue()

@@ -7,26 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from agent_helpers import PLUGINS, REPO, call, write_toolbox
-from django.core.management import call_command
+from agent_helpers import PLUGINS, REPO, call, run_command, write_toolbox
 from django.core.management.base import CommandError
 
 AGENT_PACKAGES = ["notebook", "chronicle", "inventory", "affinity", "story-agent"]
-
-
-def run_command(*args: str) -> tuple[int, dict | None, str]:
-    out, err = StringIO(), StringIO()
-    code = 0
-    try:
-        call_command("test_runtime", *args, stdout=out, stderr=err)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    text = out.getvalue()
-    return code, (json.loads(text) if text.strip() else None), err.getvalue()
 
 
 def manage(*args: str) -> subprocess.CompletedProcess[str]:

@@ -9,26 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from agent_helpers import PLUGINS
-from django.core.management import call_command
+from agent_helpers import PLUGINS, run_command
 from django.core.management.base import CommandError
 
 from agents.cases import CaseFileError, plugin_folder_resolve
-
-
-def run_command(*args: str) -> tuple[int, dict | None, str]:
-    out, err = StringIO(), StringIO()
-    code = 0
-    try:
-        call_command("test_runtime", *args, stdout=out, stderr=err)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    text = out.getvalue()
-    return code, (json.loads(text) if text.strip() else None), err.getvalue()
 
 
 def test_an_installed_plugin_id_runs_its_cases_like_the_spec_shows():
