@@ -19,6 +19,7 @@ from sessions import events, selectors, services
 from sessions.commands import CommandError
 from sessions.models import Session
 from sessions.schemas import (
+    ActionErrorOut,
     ActionIn,
     CommandIn,
     ErrorOut,
@@ -197,17 +198,22 @@ def list_turns(request: HttpRequest, session_id: str, limit: int = 50) -> Status
     return Status(200, rows)
 
 
-@router.post("/sessions/{session_id}/actions", response={200: TurnOut, **ERRORS})
+@router.post(
+    "/sessions/{session_id}/actions", response={200: TurnOut, **ERRORS, 422: ActionErrorOut}
+)
 def post_action(request: HttpRequest, session_id: str, data: ActionIn) -> Any:
     """The player's action: the turn's result, or (Accept: text/event-stream / ?stream=1) its events."""
     try:
         session = _session(request, session_id)
         services.session_require_active(session=session)
+        actions = services.session_actions_resolve(
+            session=session, username=request.user.get_username(), actions=data.actions
+        )
     except _Refusal as refusal:
         return Status(refusal.status, refusal.body)
     except services.SessionProblem as exc:
         return _problem(exc)
-    turn_request = TurnRequest(message=data.message, actions=data.actions)
+    turn_request = TurnRequest(message=data.message, actions=actions)
     if _wants_stream(request):
         return _stream_turn(session, turn_request)
     try:

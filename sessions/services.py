@@ -552,6 +552,28 @@ def session_settle(*, session_id: uuid.UUID) -> dict[str, Any] | None:
     return info
 
 
+def session_actions_resolve(
+    *, session: Session, username: str, actions: list[Any]
+) -> list[dict[str, Any]]:
+    """A player's submitted actions, checked against their kinds and resolved for
+    ctx.playerActions (sessions/actions.py); 422 action_invalid naming the action, field and
+    rule. The kinds are those of the session's active packages as last resolved."""
+    from sessions.actions import ActionInvalid, acting_seat, actions_resolve
+
+    if not actions:
+        return []
+    installed = selectors.installed_manifests()
+    active = {p: installed[p] for p in session.resolved_plugins or [] if p in installed}
+    try:
+        return actions_resolve(
+            actions=actions, seat=acting_seat(session.seats or [], username), active=active
+        )
+    except ActionInvalid as exc:
+        raise SessionProblem(
+            str(exc), code="action_invalid", status=422, extra={"path": exc.path, "rule": exc.rule}
+        ) from None
+
+
 # ------------------------------------------------------------------ RPC actions and commands
 
 
