@@ -21,6 +21,10 @@ class HostCallbacks(Protocol):
     package is the calling package's ID and runtime its runtime ID (None outside a runtime): data
     is always scoped to the caller, never to a package the plugin names. Raise CallbackRefused to
     refuse; the plugin's promise rejects with that code and message.
+
+    One more method is optional, for callbacks that serve a turn: recursive_call(*, package,
+    runtime, runtime_id, player_message, payload, operations, proposals) -> {outcome, ...}, which
+    runs ctx.recursiveCall. Without it the call is refused (recursive_call_unavailable).
     """
 
     def plugin_data_get(self, *, package: str, runtime: str | None, namespace: str, key: str) -> Any: ...
@@ -81,6 +85,22 @@ def dispatch_callback(callbacks: HostCallbacks, method: str, params: dict[str, A
         )
     if method == "tools.call":
         return callbacks.tool_call(package=package, runtime=runtime, name=params["name"], args=params.get("args") or {})
+    if method == "runtime.recursiveCall":
+        recursive_call = getattr(callbacks, "recursive_call", None)
+        if recursive_call is None:
+            raise CallbackRefused(
+                "recursiveCall runs only inside a session's turn; this run has none",
+                code="recursive_call_unavailable",
+            )
+        return recursive_call(
+            package=package,
+            runtime=runtime,
+            runtime_id=str(params.get("runtimeId") or ""),
+            player_message=params.get("playerMessage"),
+            payload=params.get("payload"),
+            operations=list(params.get("operations") or []),
+            proposals=list(params.get("proposals") or []),
+        )
     if method == "http":
         raw = params.get("body")
         response = callbacks.http_request(

@@ -308,6 +308,12 @@ def plugin_rpc_call(
     return answer["value"]
 
 
+def function_timeout(runtime: RuntimeManifest | None) -> float:
+    """A function runtime's limit in seconds: function.timeoutMs, else 60 s."""
+    written = (runtime.data.get("function") or {}).get("timeoutMs") if runtime else None
+    return float(written) / 1000.0 if written else DEFAULT_FUNCTION_TIMEOUT
+
+
 def plugin_function_call(
     *,
     manifest: Manifest,
@@ -320,17 +326,13 @@ def plugin_function_call(
     """Run a function runtime's handler with the spec's ctx.
 
     context: inputs, playerMessage, playerActions, manualPayload, world, userSettings, locale,
-    seed (ctx.random; the same seed draws the same numbers), sourceTurnId, sessionId, turnId.
+    seed (ctx.random; the same seed draws the same numbers), sourceTurnId, sessionId, turnId,
+    recursionDepth, nestedCalls (true: ctx.recursiveCall goes to callbacks.recursive_call).
     """
     runtime_manifest = manifest.runtime(runtime)
     runtime_id = runtime_manifest.id if runtime_manifest else runtime
     if timeout is None:
-        written = (
-            (runtime_manifest.data.get("function") or {}).get("timeoutMs")
-            if runtime_manifest
-            else None
-        )
-        timeout = float(written) / 1000.0 if written else DEFAULT_FUNCTION_TIMEOUT
+        timeout = function_timeout(runtime_manifest)
     answer = _call(
         manifest,
         host,

@@ -33,6 +33,7 @@ class SessionCallbacks(PackageCapabilities):
         on_emit: Callable[[str, dict[str, Any]], None] | None = None,
         on_write: Callable[[str, str, Any], None] | None = None,
         manifest: Any = None,
+        on_recurse: Callable[..., dict[str, Any]] | None = None,
     ) -> None:
         self.session = session
         self.package = package
@@ -41,6 +42,8 @@ class SessionCallbacks(PackageCapabilities):
         self.on_emit = on_emit
         self.on_write = on_write
         self.manifest = manifest
+        # The turn executor's ctx.recursiveCall for this run; None outside a function run.
+        self.on_recurse = on_recurse
 
     # The reader identity the overlay tracks: the runtime, or the package for a tool call.
     @property
@@ -107,6 +110,33 @@ class SessionCallbacks(PackageCapabilities):
                 )
         if self.on_write is not None:
             self.on_write(namespace, key, value)
+
+    # ------------------------------------------------------------------ nested calls
+
+    def recursive_call(
+        self,
+        *,
+        package: str,
+        runtime: str | None,
+        runtime_id: str,
+        player_message: str | None,
+        payload: Any,
+        operations: list[dict[str, Any]],
+        proposals: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """ctx.recursiveCall: the executor runs runtime_id of this package nested."""
+        if self.on_recurse is None:
+            raise CallbackRefused(
+                "recursiveCall runs only inside a function runtime of a turn",
+                code="recursive_call_unavailable",
+            )
+        return self.on_recurse(
+            runtime_id=runtime_id,
+            player_message=player_message,
+            payload=payload,
+            operations=operations,
+            proposals=proposals,
+        )
 
     # ------------------------------------------------------------------ store
 

@@ -726,6 +726,11 @@ class TurnOverlay:
             self.failed.add(runtime)
             self.writes = [w for w in self.writes if w.runtime != runtime]
 
+    def discard_since(self, mark: int) -> None:
+        """Forget every write staged since len(writes) was mark: a nested run that did not
+        succeed (ctx.recursiveCall; runtimes run one at a time, so they were all its own)."""
+        del self.writes[mark:]
+
     def commit(
         self, *, load_latest: Loader | None = None, story: Iterable[str] = ()
     ) -> CommitResult:

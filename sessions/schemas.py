@@ -15,6 +15,12 @@ class ErrorOut(Schema):
     argument: str | None = None
 
 
+class ActionErrorOut(ErrorOut):
+    # action_invalid: the JSON pointer of the refused part of the request and the rule it broke.
+    path: str | None = None
+    rule: str | None = None
+
+
 class SessionCreateIn(Schema):
     world: str = Field(..., description="The world's ID.")
     plugins: list[str] | None = Field(
@@ -103,6 +109,8 @@ class RuntimeResultOut(Schema):
     story: bool
     jobId: str | None = None  # the public job id, as /api/jobs/{id} takes it
     warnings: list[str] = []
+    # ctx.recursiveCall's nested runs: {runtimeId, depth, outcome, code, durationMs}
+    nested: list[dict[str, Any]] = []
 
 
 class TurnOut(Schema):

@@ -25,8 +25,8 @@ from jsonschema import validators
 
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 from config.sql import insert
-from pluginhost.errors import PluginHostError
-from pluginhost.services import plugin_function_call, plugin_guard_call
+from pluginhost.errors import CallbackRefused, PluginHostError
+from pluginhost.services import function_timeout, plugin_function_call, plugin_guard_call
 from sessions import selectors, services
 from sessions.callbacks import SessionCallbacks
 from sessions.errors import OperationError, WriteRefused
@@ -48,6 +48,9 @@ DROPPED = "dropped"
 DEFERRED = "deferred"
 STORY_CONTRACT = "narrative-engine@2"
 KERNEL_INPUTS = ("turn-digest@1", "operations@1")
+# ctx.recursiveCall's depth limit when the caller has no agent.loop (a function runtime): the
+# spec's default of agent.loop.maxRecursionDepth.
+DEFAULT_MAX_RECURSION_DEPTH = 10
 
 
 @dataclass
@@ -68,6 +71,9 @@ class RuntimeResult:
     # Notices of an agent run the player should be able to see in the trace (a tool that could
     # not be offered, reasoning that could not be turned off for the slot...).
     warnings: list[str] = field(default_factory=list)
+    # The nested runs its ctx.recursiveCall made, at any depth, in start order:
+    # {runtimeId, depth, outcome, code, durationMs}.
+    nested: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -85,7 +91,26 @@ class RuntimeResult:
             "story": self.story,
             "jobId": self.job_id,
             "warnings": list(self.warnings),
+            "nested": [dict(n) for n in self.nested],
         }
+
+
+@dataclass
+class _Frame:
+    """One function run inside a runtime's execution: the top-level run, or a nested one that
+    ctx.recursiveCall started. Everything a nested run writes, asks or emits is its owner's."""
+
+    owner: str  # the top-level runtime's qualified ID
+    package: str
+    runtime: RuntimeManifest  # what runs in this frame
+    depth: int  # ctx.recursionDepth
+    seed: str
+    player_message: str
+    deadline: float  # time.monotonic() when this run's limit passes
+    result: RuntimeResult  # the owner's result, which lists the nested runs
+    calls: int = 0  # nested runs started so far
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # held nested events
+    refused: str = ""  # a write of this run refused while it was handed over: it cannot succeed
 
 
 @dataclass
@@ -435,8 +460,13 @@ class TurnExecutor:
 
     # -------------------------------------------------------------- inputs
 
-    def _inputs(self, manifest: Manifest, planned: PlannedRuntime) -> tuple[dict[str, Any], str]:
-        """ctx.inputs ({name: {"value": ...}}), or a reason when a required input is missing."""
+    def _inputs(
+        self, manifest: Manifest, planned: PlannedRuntime, *, reader: str | None = None
+    ) -> tuple[dict[str, Any], str]:
+        """ctx.inputs ({name: {"value": ...}}), or a reason when a required input is missing.
+
+        reader: whose execution reads them (a nested run's owner), planned.runtime by default.
+        """
         committed: dict[tuple[str, str], Any] = {}
         for plugin, record_as in committed_sources(
             manifest=manifest, runtime=planned.manifest, active=self.active
@@ -458,21 +488,35 @@ class TurnExecutor:
             operations=staged_operations(self.overlay, planned.package),
         )
         for producer in binding.dependencies:
-            self.overlay.record_dependency(reader=planned.runtime, source=producer)
+            self.overlay.record_dependency(reader=reader or planned.runtime, source=producer)
         if binding.problem:
             return {}, binding.problem
         return {name: {"value": value} for name, value in binding.values.items()}, ""
 
     # -------------------------------------------------------------- function runtimes
 
-    def _callbacks(self, planned: PlannedRuntime) -> SessionCallbacks:
+    def _callbacks(self, planned: PlannedRuntime, frame: _Frame | None = None) -> SessionCallbacks:
+        """The callbacks of one run. With a frame, ctx.recursiveCall is served; a nested run
+        reads and writes as its owner and its emitted events wait for the owner's success."""
+
+        def emit(topic: str, payload: Mapping[str, Any]) -> None:
+            if frame is not None and frame.depth > 0:
+                frame.events.append((topic, dict(payload)))
+            else:
+                self._emitted(planned, topic, payload)
+
+        def recurse(**call: Any) -> dict[str, Any]:
+            assert frame is not None
+            return self._recurse(frame, **call)
+
         return SessionCallbacks(
             session=self.session,
             package=planned.package,
-            runtime=planned.runtime,
+            runtime=frame.owner if frame is not None else planned.runtime,
             overlay=self.overlay,
-            on_emit=lambda topic, payload: self._emitted(planned, topic, payload),
+            on_emit=emit,
             manifest=self.installed[planned.package],
+            on_recurse=recurse if frame is not None else None,
         )
 
     def _emitted(self, planned: PlannedRuntime, topic: str, payload: Mapping[str, Any]) -> None:
@@ -524,11 +568,12 @@ class TurnExecutor:
 
     def _stage_writes(
         self,
-        planned: PlannedRuntime,
+        owner: str,
+        package: str,
         operations: list[dict[str, Any]],
         proposals: list[dict[str, Any]],
     ) -> str | None:
-        """Stage the runtime's writes in the overlay; a refusal's message, or None."""
+        """Stage a run's writes in the overlay as owner's; a refusal's message, or None."""
         staged: list[tuple[str, str, list[Mapping[str, Any]]]] = []
         for op in operations:
             kind = op.get("kind")
@@ -547,13 +592,13 @@ class TurnExecutor:
             try:
                 ops = proposal_ops(payload)
             except OperationError as exc:
-                return f"{planned.package}/{payload.get('namespace')}/{payload.get('key')}: {exc}"
+                return f"{package}/{payload.get('namespace')}/{payload.get('key')}: {exc}"
             staged.append((str(payload.get("namespace")), str(payload.get("key")), ops))
         for namespace, key, ops in staged:
             try:
                 self.overlay.stage(
-                    runtime=planned.runtime,
-                    plugin=planned.package,
+                    runtime=owner,
+                    plugin=package,
                     namespace=namespace,
                     key=key,
                     ops=ops,
@@ -569,10 +614,15 @@ class TurnExecutor:
         return schema_problem(manifest, planned.manifest, str(written), output, what="output")
 
     def _take_effects(
-        self, manifest: Manifest, planned: PlannedRuntime, effects: Mapping[str, Any]
+        self,
+        manifest: Manifest,
+        planned: PlannedRuntime,
+        effects: Mapping[str, Any],
+        *,
+        owner: str,
     ) -> tuple[str, str] | None:
-        """Hold a function's effects.notifications and effects.interactions for the commit;
-        (code, reason) when one cannot be shown, which fails the runtime.
+        """Hold a function's effects.notifications and effects.interactions for the commit, as
+        owner's; (code, reason) when one cannot be shown, which fails the runtime.
 
         A form is checked against the same schema as create-form, its validation must be listed
         in contributes.forms, and its interactionId must be new in the session.
@@ -628,9 +678,9 @@ class TurnExecutor:
             asked = {k: v for k, v in entry.items() if k not in ("type", "interactionId")}
             forms.append((interaction_id, form_normalise(asked)))
         if forms:
-            self.forms[planned.runtime] = forms
+            self.forms.setdefault(owner, []).extend(forms)
         if notices:
-            self.notifications[planned.runtime] = [dict(n) for n in notices]
+            self.notifications.setdefault(owner, []).extend(dict(n) for n in notices)
         return None
 
     def _run_function(
@@ -640,48 +690,205 @@ class TurnExecutor:
         inputs: dict[str, Any],
         result: RuntimeResult,
     ) -> None:
+        context = self._context(planned, inputs)
+        frame = _Frame(
+            owner=planned.runtime,
+            package=planned.package,
+            runtime=planned.manifest,
+            depth=0,
+            seed=context["seed"],
+            player_message=self.request.message,
+            deadline=time.monotonic() + function_timeout(planned.manifest),
+            result=result,
+        )
         try:
             answer = plugin_function_call(
                 manifest=manifest,
                 runtime=planned.manifest.id,
-                callbacks=self._callbacks(planned),
-                context=self._context(planned, inputs),
+                callbacks=self._callbacks(planned, frame),
+                context={**context, "recursionDepth": 0, "nestedCalls": True},
             )
         except PluginHostError as exc:
             result.status, result.code = FAILED, exc.code
             result.reason = f"{planned.runtime}: {exc.message}"
             return
+        status, code, reason, output = self._settle_function(manifest, planned, frame, answer)
+        result.status, result.code, result.reason = status, code, reason
+        if status in (SUCCEEDED, DROPPED):
+            result.output = output
+        if status == SUCCEEDED:
+            # The nested runs' events, held until their owner succeeded.
+            for topic, payload in frame.events:
+                self._emitted(planned, topic, payload)
+
+    def _settle_function(
+        self, manifest: Manifest, planned: PlannedRuntime, frame: _Frame, answer: Any
+    ) -> tuple[str, str, str, Any]:
+        """(status, code, reason, output) of a function run's answer. Its forms, notices and
+        writes are taken as frame.owner's; a nested run's events are held in its frame."""
         value = answer.result if isinstance(answer.result, dict) else {}
         outcome = value.get("outcome", "success")
         for event in list(answer.emitted_events) + list(
             (value.get("effects") or {}).get("events") or []
         ):
             if isinstance(event, dict) and event.get("topic"):
-                self._emitted(planned, str(event["topic"]), event.get("payload") or {})
+                topic, payload = str(event["topic"]), dict(event.get("payload") or {})
+                if frame.depth == 0:
+                    self._emitted(planned, topic, payload)
+                else:
+                    frame.events.append((topic, payload))
         if outcome == "failed":
-            result.status, result.code = FAILED, "runtime-failed"
-            result.reason = str(value.get("error") or f"{planned.runtime} reported failure")
-            return
+            reason = str(value.get("error") or f"{planned.runtime} reported failure")
+            return FAILED, "runtime-failed", reason, None
         if outcome == "skipped":
-            result.status, result.code = SKIPPED, "runtime-skipped"
-            result.reason = str(value.get("reason") or f"{planned.runtime} skipped itself")
-            return
+            reason = str(value.get("reason") or f"{planned.runtime} skipped itself")
+            return SKIPPED, "runtime-skipped", reason, None
         output = value.get("value")
         problem = self._check_output(manifest, planned, output)
         if problem:
-            result.status, result.code, result.reason = FAILED, "output-invalid", problem
-            return
+            return FAILED, "output-invalid", problem, None
         effects = value.get("effects") if isinstance(value.get("effects"), dict) else {}
-        refused = self._take_effects(manifest, planned, effects)
+        refused = self._take_effects(manifest, planned, effects, owner=frame.owner)
         if refused:
-            result.status, result.code, result.reason = FAILED, *refused
-            return
-        refused = self._stage_writes(planned, answer.operations, answer.proposals)
+            return FAILED, *refused, None
+        refused = frame.refused or self._stage_writes(
+            frame.owner, planned.package, answer.operations, answer.proposals
+        )
         if refused:
-            result.status, result.code, result.reason = DROPPED, "write-refused", refused
-            result.output = output
-            return
-        result.status, result.output = SUCCEEDED, output
+            return DROPPED, "write-refused", refused, output
+        return SUCCEEDED, "", "", output
+
+    # -------------------------------------------------------------- nested calls
+
+    def _recurse(
+        self,
+        frame: _Frame,
+        *,
+        runtime_id: str,
+        player_message: str | None,
+        payload: Any,
+        operations: list[dict[str, Any]],
+        proposals: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """ctx.recursiveCall of the run in frame: run runtime_id of the same package, nested.
+
+        Answers {outcome: "success", value}, {outcome: "failed", error, code} or
+        {outcome: "skipped", reason}; refuses (the caller's promise rejects) a call that cannot
+        run: runtime_not_found, recursive_call_invalid, recursion_too_deep, write_refused.
+        """
+        # The caller's writes so far left its handler with this call: they are staged first,
+        # as the owner's, so the nested run reads them.
+        if not frame.refused:
+            frame.refused = (
+                self._stage_writes(frame.owner, frame.package, operations, proposals) or ""
+            )
+        if frame.refused:
+            raise CallbackRefused(
+                f"recursiveCall: a write of {frame.runtime.qualified_id} was refused, so it "
+                f"cannot succeed: {frame.refused}",
+                code="write_refused",
+            )
+        manifest = self.installed[frame.package]
+        # Only the caller's own package is searched: another package's runtime is not found.
+        target = manifest.runtime(runtime_id)
+        if target is None:
+            raise CallbackRefused(
+                f"recursiveCall: {frame.package} has no runtime {runtime_id!r} (it reaches the "
+                "runtimes of its own package only; use services or events across packages)",
+                code="runtime_not_found",
+            )
+        if not target.is_function:
+            raise CallbackRefused(
+                f"recursiveCall: {target.qualified_id} is an agent runtime; recursiveCall runs "
+                "function runtimes only",
+                code="recursive_call_invalid",
+            )
+        limit = _recursion_limit(frame.runtime)
+        if frame.depth + 1 > limit:
+            raise CallbackRefused(
+                f"recursiveCall: {target.qualified_id} would run at depth {frame.depth + 1}, "
+                f"above the limit of {limit} for {frame.runtime.qualified_id}",
+                code="recursion_too_deep",
+            )
+        frame.calls += 1  # the n-th nested run of this run: its seed (see docs/play.md)
+        started = time.monotonic()
+        # Never longer than the caller may still run: it waits for this answer.
+        timeout = max(min(function_timeout(target), frame.deadline - started), 0.001)
+        child = _Frame(
+            owner=frame.owner,
+            package=frame.package,
+            runtime=target,
+            depth=frame.depth + 1,
+            seed=f"{frame.seed}#{frame.calls}",
+            player_message=frame.player_message if player_message is None else player_message,
+            deadline=started + timeout,
+            result=frame.result,
+        )
+        trace = {"runtimeId": target.id, "depth": child.depth, "outcome": "running", "code": ""}
+        frame.result.nested.append(trace)
+        marks = (
+            len(self.overlay.writes),
+            len(self.forms.get(frame.owner, [])),
+            len(self.notifications.get(frame.owner, [])),
+        )
+        answer: dict[str, Any] = {"outcome": "failed", "error": "", "code": "internal-error"}
+        try:
+            answer = self._run_nested(manifest, child, payload, timeout)
+        finally:
+            if answer["outcome"] == "success":
+                frame.events.extend(child.events)
+            else:
+                # Not part of the owner's execution after all: its writes and asks go.
+                self.overlay.discard_since(marks[0])
+                del self.forms.get(frame.owner, [])[marks[1] :]
+                del self.notifications.get(frame.owner, [])[marks[2] :]
+            trace["outcome"], trace["code"] = answer["outcome"], answer.get("code", "")
+            trace["durationMs"] = int((time.monotonic() - started) * 1000)
+        return answer
+
+    def _run_nested(
+        self, manifest: Manifest, frame: _Frame, payload: Any, timeout: float
+    ) -> dict[str, Any]:
+        target = frame.runtime
+        planned = PlannedRuntime(
+            package=frame.package,
+            runtime=target.qualified_id,
+            stage=target.stage or "manual",
+            activation="nested",
+            reason=f"ctx.recursiveCall of {frame.owner}",
+            manifest=target,
+        )
+        inputs, missing = self._inputs(manifest, planned, reader=frame.owner)
+        if missing:
+            return {"outcome": "failed", "error": missing, "code": "input-missing"}
+        context = {
+            **self._context(planned, inputs),
+            "playerMessage": frame.player_message,
+            "manualPayload": payload,
+            "seed": frame.seed,
+            "recursionDepth": frame.depth,
+            "nestedCalls": True,
+        }
+        try:
+            answer = plugin_function_call(
+                manifest=manifest,
+                runtime=target.id,
+                callbacks=self._callbacks(planned, frame),
+                context=context,
+                timeout=timeout,
+            )
+        except PluginHostError as exc:
+            return {
+                "outcome": "failed",
+                "error": f"{planned.runtime}: {exc.message}",
+                "code": exc.code,
+            }
+        status, code, reason, output = self._settle_function(manifest, planned, frame, answer)
+        if status == SUCCEEDED:
+            return {"outcome": "success", "value": output}
+        if status == SKIPPED:
+            return {"outcome": "skipped", "reason": reason, "code": code}
+        return {"outcome": "failed", "error": reason, "code": code}
 
     # -------------------------------------------------------------- agent runtimes
 
@@ -1034,6 +1241,16 @@ class _StoryStream:
             )
             self.buffer = []
         self.last = time.monotonic()
+
+
+def _recursion_limit(runtime: RuntimeManifest) -> int:
+    """How deep ctx.recursiveCall may nest below runtime: its agent.loop.maxRecursionDepth (the
+    normalised manifest writes the default in); a function runtime has no loop section, so the
+    spec's default applies."""
+    if runtime.is_function:
+        return DEFAULT_MAX_RECURSION_DEPTH
+    loop = (runtime.data.get("agent") or {}).get("loop") or {}
+    return int(loop.get("maxRecursionDepth", DEFAULT_MAX_RECURSION_DEPTH))
 
 
 # ------------------------------------------------------------------ the service

@@ -459,6 +459,7 @@ function checkSize(namespace, key, value) {
 /** ctx.pluginData: reads see this call's earlier writes; writes are recorded, not saved. */
 function makePluginData(call) {
   const overlay = new Map(); // "ns\u0000key" -> value (null = deleted)
+  call.localData = overlay; // emptied when ctx.recursiveCall hands the writes to Python
   const k = (ns, key) => `${ns}\u0000${key}`;
   const read = async (namespace, key) => {
     const id = k(namespace, key);
@@ -586,6 +587,58 @@ function asToolError(error) {
   return failure;
 }
 
+/** What is wrong with ctx.recursiveCall's argument, naming the field; null when nothing is. */
+function recursiveCallProblem(request) {
+  const kind = (value) => (value === null ? "null" : Array.isArray(value) ? "an array" : typeof value);
+  if (request === null || typeof request !== "object" || Array.isArray(request)) {
+    return `the argument must be an object { playerMessage?, manualTrigger: { runtimeId, payload? } }, got ${kind(request)}`;
+  }
+  const trigger = request.manualTrigger;
+  if (trigger === null || typeof trigger !== "object" || Array.isArray(trigger)) {
+    return `manualTrigger must be an object { runtimeId, payload? }, got ${kind(trigger)}`;
+  }
+  if (typeof trigger.runtimeId !== "string" || !trigger.runtimeId) {
+    return `manualTrigger.runtimeId must be a non-empty string, got ${typeof trigger.runtimeId === "string" ? "an empty string" : kind(trigger.runtimeId)}`;
+  }
+  if (request.playerMessage !== undefined && request.playerMessage !== null && typeof request.playerMessage !== "string") {
+    return `playerMessage must be a string, got ${kind(request.playerMessage)}`;
+  }
+  try {
+    JSON.stringify(trigger.payload ?? null);
+  } catch (error) {
+    return `manualTrigger.payload must be JSON data: ${error.message}`;
+  }
+  return null;
+}
+
+/**
+ * ctx.recursiveCall: runs a runtime of the caller's own package nested, through Python (the turn
+ * executor binds its inputs and attributes its writes to the caller). The caller's writes so far
+ * leave its local overlay and go along, so Python stages them first and the nested run sees them;
+ * afterwards the caller reads everything back through Python.
+ */
+async function recursiveCall(call, context, request) {
+  const problem = recursiveCallProblem(request);
+  if (problem) throw new sdk.ToolError("recursive_call_invalid", `recursiveCall: ${problem}`);
+  if (!context.nestedCalls) {
+    throw new sdk.ToolError("recursive_call_unavailable", "recursiveCall runs only inside a session's turn (or a detached job's background turn); this run has none");
+  }
+  const operations = call.operations.splice(0);
+  const proposals = call.proposals.splice(0);
+  call.localData?.clear();
+  try {
+    return await toPython(call, "runtime.recursiveCall", {
+      runtimeId: request.manualTrigger.runtimeId,
+      playerMessage: typeof request.playerMessage === "string" ? request.playerMessage : null,
+      payload: request.manualTrigger.payload ?? null,
+      operations,
+      proposals,
+    });
+  } catch (error) {
+    throw asToolError(error);
+  }
+}
+
 /** The tools a function runtime may call: function.tools.plugin, or every tool of a single-runtime package. */
 function allowedTools(pkg, runtime) {
   const listed = runtime.tools?.plugin;
@@ -689,6 +742,7 @@ const methods = {
       locale: c.locale ?? null,
       logicalTurn: c.logicalTurn,
       recursionDepth: c.recursionDepth ?? 0,
+      recursiveCall: (request) => recursiveCall(call, c, request),
       execution: { sourceTurnId: c.sourceTurnId ?? null },
       random: call.random,
       signal: call.controller.signal,
