@@ -24,9 +24,9 @@ from jsonschema import exceptions as schema_exceptions
 from jsonschema import validators
 
 from catalogue.manifest.types import Manifest, thaw
+from sessions.forms import PLAYER_MESSAGE_MAX_LENGTH  # an action's text is a player's words too
 
 MAX_ACTIONS = 20
-MAX_TEXT_CHARS = 20000
 BASE_KIND = re.compile(r"[a-z][a-z0-9-]{0,63}")
 ACTION_KEYS = frozenset({"kind", "text", "fields", "actorId"})
 
@@ -107,9 +107,11 @@ def actions_resolve(
         text = action.get("text")
         if text is not None and not isinstance(text, str):
             raise ActionInvalid(f"{path}/text", "text is a string", "type")
-        if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
+        if isinstance(text, str) and len(text) > PLAYER_MESSAGE_MAX_LENGTH:
             raise ActionInvalid(
-                f"{path}/text", f"text is at most {MAX_TEXT_CHARS} characters", "maxLength"
+                f"{path}/text",
+                f"text is at most {PLAYER_MESSAGE_MAX_LENGTH} characters",
+                "maxLength",
             )
         fields = action.get("fields")
         declared = kinds.get(kind)

@@ -139,6 +139,7 @@ def test_a_base_kind_passes_with_its_text_and_the_seats_character(session, alice
         ({"kind": "say", "fields": {"a": 1}}, "/actions/0/fields", "fields"),
         ({"kind": "say", "seat": "seat-9"}, "/actions/0/seat", "unknown-field"),
         ({"text": "no kind"}, "/actions/0/kind", "required"),
+        ({"kind": "say", "text": "x" * 20001}, "/actions/0/text", "maxLength"),
     ],
 )
 def test_an_action_that_breaks_its_kind_is_refused_before_the_turn(
