@@ -171,6 +171,24 @@ def actions_resolve(
     return resolved
 
 
+def form_answer_action(
+    *, seat: Mapping[str, Any], interaction_id: str, values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The resolved action of a player's answer to a form: base kind "form", the answer as its
+    fields, the form's id beside them, taken by the seat's current character."""
+    current = seat.get("currentCharacterId")
+    character = current if isinstance(current, str) else None
+    return {
+        "seat": seat.get("id"),
+        "kind": "form",
+        "character": character,
+        "actorId": character,
+        "text": None,
+        "fields": dict(values),
+        "interactionId": interaction_id,
+    }
+
+
 def acting_seat(seats: Sequence[Mapping[str, Any]], username: str) -> dict[str, Any]:
     """The seat the user submits from: theirs, or for staff acting in another's session the
     primary seat (staff may act in any session, as the owner would)."""

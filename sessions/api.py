@@ -422,7 +422,10 @@ def submit_interaction(
         return Status(
             200,
             services.interaction_submit(
-                session=session, interaction_id=interaction_id, values=data.values
+                session=session,
+                interaction_id=interaction_id,
+                values=data.values,
+                username=request.user.get_username(),
             ),
         )
     except services.SessionProblem as exc:

@@ -702,7 +702,7 @@ def session_command(*, session: Session, text: str) -> dict[str, Any]:
 
 
 def interaction_submit(
-    *, session: Session, interaction_id: str, values: Mapping[str, Any]
+    *, session: Session, interaction_id: str, values: Mapping[str, Any], username: str = ""
 ) -> dict[str, Any]:
     """The player's answer to a pending form; returns the follow-up turn's result.
 
@@ -713,6 +713,7 @@ def interaction_submit(
     the player's message and the answer as its action. Each refusal is also an error.occurred
     event on the session stream.
     """
+    from sessions.actions import acting_seat, form_answer_action
     from sessions.turns import TurnRequest, turn_run  # sessions.turns imports this module
 
     if selectors.interaction_get(session=session, interaction_id=interaction_id) is None:
@@ -753,7 +754,13 @@ def interaction_submit(
             )
         request = TurnRequest(
             message=form_player_line(interaction.form, kept),
-            actions=[{"kind": "form", "interactionId": interaction_id, "values": kept}],
+            actions=[
+                form_answer_action(
+                    seat=acting_seat(session.seats or [], username),
+                    interaction_id=interaction_id,
+                    values=kept,
+                )
+            ],
             settle=settle,
         )
         Interaction.objects.filter(pk=interaction.pk).update(

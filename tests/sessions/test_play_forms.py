@@ -182,7 +182,17 @@ def test_an_accepted_answer_runs_the_follow_up_turn_once(db, alice, tmp_path):
     assert seen["message"] == (
         "[Player input] Your character: Name: Ana; Strength: 12; Class: wizard; Brave: yes"
     )
-    assert seen["actions"] == [{"kind": "form", "interactionId": "sheet-1", "values": GOOD}]
+    assert seen["actions"] == [
+        {
+            "seat": "seat-1",
+            "kind": "form",
+            "character": None,  # the harbor test world has no player character
+            "actorId": None,
+            "text": None,
+            "fields": GOOD,
+            "interactionId": "sheet-1",
+        }
+    ]
     row = Interaction.objects.get(session=session, interaction_id="sheet-1")
     assert row.status == "submitted" and row.values == GOOD and row.submitted_at is not None
     assert str(row.answer_turn_id) == body["turnId"]
