@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from jsonschema import exceptions as schema_exceptions
 from jsonschema import validators
 
 from agents.gateway import Endpoint, ModelError
@@ -32,6 +31,7 @@ from agents.tools import (
     Toolset,
     build_toolset,
     form_problem,
+    schema_error,
 )
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 from pluginhost.callbacks import HostCallbacks, PackageCapabilities
@@ -149,12 +149,7 @@ def _load_schema(manifest: Manifest, runtime: RuntimeManifest) -> tuple[dict[str
 
 
 def _schema_error(schema: Mapping[str, Any], value: Any) -> str | None:
-    validator = validators.validator_for(schema)(schema)
-    error = schema_exceptions.best_match(validator.iter_errors(value))
-    if error is None:
-        return None
-    where = "".join(f"/{p}" for p in error.absolute_path) or "/"
-    return f"at {where}: {error.message} [{error.validator}]"
+    return schema_error(validators.validator_for(schema)(schema), value)
 
 
 def _self_data(manifest: Manifest, runtime: RuntimeManifest, context: AgentRuntimeContext) -> dict[str, list[DataEntry]]:

@@ -264,6 +264,30 @@ def form_schema(*, interaction: bool = False) -> dict[str, Any]:
             "properties": properties}
 
 
+def schema_error(validator: Any, value: Any, *, base: str = "") -> str | None:
+    """None when value passes the JSON Schema validator; else "at <pointer>: <message> [<rule>]",
+    the pointer prefixed with base (where the caller found value)."""
+    error = schema_exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    where = base + "".join(f"/{p}" for p in error.absolute_path)
+    return f"at {where or '/'}: {error.message} [{error.validator}]"
+
+
+def _compiled(schema: Mapping[str, Any]) -> Any:
+    return schema_validators.validator_for(schema)(schema)
+
+
+# The built-in shapes never change: compiled once, not for every form or notice checked.
+_FORM_VALIDATORS = {kind: _compiled(form_schema(interaction=kind)) for kind in (False, True)}
+_NOTIFICATION_VALIDATOR = _compiled(notification_schema())
+
+
+def notification_problem(notice: Any, *, base: str = "") -> str | None:
+    """None when notice is a usable notification; else where and why not (see schema_error)."""
+    return schema_error(_NOTIFICATION_VALIDATOR, notice, base=base)
+
+
 def form_problem(
     form: Any, *, validators: Iterable[str], interaction: bool = False, base: str = ""
 ) -> str | None:
@@ -273,13 +297,9 @@ def form_problem(
     Beyond the schema: field names are unique, a select has options, min is not above max,
     and a named validation is one the package lists in contributes.forms.
     """
-    schema = form_schema(interaction=interaction)
-    error = schema_exceptions.best_match(
-        schema_validators.validator_for(schema)(schema).iter_errors(form)
-    )
-    if error is not None:
-        where = base + "".join(f"/{p}" for p in error.absolute_path)
-        return f"at {where or '/'}: {error.message} [{error.validator}]"
+    problem = schema_error(_FORM_VALIDATORS[interaction], form, base=base)
+    if problem:
+        return problem
     seen: set[str] = set()
     for index, item in enumerate(form["fields"]):
         if item["name"] in seen:

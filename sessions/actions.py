@@ -14,17 +14,17 @@ has no declaration to check them against), the actor rule as for a plugin kind.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from jsonschema import exceptions as schema_exceptions
-from jsonschema import validators
 
 from catalogue.manifest.types import Manifest, thaw
 from sessions.forms import PLAYER_MESSAGE_MAX_LENGTH  # an action's text is a player's words too
+from sessions.turns import schema_validator
 
 MAX_ACTIONS = 20
 BASE_KIND = re.compile(r"[a-z][a-z0-9-]{0,63}")
@@ -52,12 +52,9 @@ def _kinds(active: Mapping[str, Manifest]) -> dict[str, tuple[Manifest, dict[str
 
 def _schema_problem(manifest: Manifest, schema_path: str, fields: Any) -> str | None:
     """Why fields do not match the kind's schema (pointer and rule), or None."""
-    path = os.path.normpath(os.path.join(manifest.path, schema_path))
+    path = Path(os.path.normpath(os.path.join(manifest.path, schema_path)))
     try:
-        with open(path, encoding="utf-8") as handle:
-            schema = json.load(handle)
-        validator = validators.validator_for(schema)(schema)
-        error = schema_exceptions.best_match(validator.iter_errors(fields))
+        error = schema_exceptions.best_match(schema_validator(path).iter_errors(fields))
     except (OSError, ValueError, schema_exceptions.SchemaError) as exc:
         # A schema that cannot be used refuses every action rather than letting fields through.
         return f"the kind's schema {schema_path} cannot be used ({exc})"

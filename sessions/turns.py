@@ -151,7 +151,8 @@ def _schema_file(manifest: Manifest, runtime: RuntimeManifest, written: str) -> 
     return None
 
 
-def _validator(path: Path) -> Any:
+def schema_validator(path: Path) -> Any:
+    """The compiled JSON Schema of a package file, read again only when the file changes."""
     key = f"{path}:{path.stat().st_mtime_ns}"
     with _SCHEMAS_LOCK:
         if key not in _SCHEMAS:
@@ -168,7 +169,7 @@ def schema_problem(
     if path is None:
         return f"{what} schema {written} of {runtime.qualified_id} cannot be found"
     try:
-        validator = _validator(path)
+        validator = schema_validator(path)
     except (OSError, ValueError) as exc:
         return f"{what} schema {written} of {runtime.qualified_id} cannot be read: {exc}"
     error = schema_exceptions.best_match(validator.iter_errors(value))
@@ -627,7 +628,7 @@ class TurnExecutor:
         A form is checked against the same schema as create-form, its validation must be listed
         in contributes.forms, and its interactionId must be new in the session.
         """
-        from agents.tools import form_problem, notification_schema
+        from agents.tools import form_problem, notification_problem
 
         where = f"{planned.runtime} (plugin {planned.package})"
         notices = effects.get("notifications") or []
@@ -637,17 +638,10 @@ class TurnExecutor:
                 "effects-invalid",
                 f"{where}: effects.notifications and effects.interactions are lists",
             )
-        schema = notification_schema()
-        validator = validators.validator_for(schema)(schema)
         for index, notice in enumerate(notices):
-            error = schema_exceptions.best_match(validator.iter_errors(notice))
-            if error is not None:
-                pointer = "".join(f"/{p}" for p in error.absolute_path)
-                return (
-                    "notification-invalid",
-                    f"{where}: a notification at /effects/notifications/{index}{pointer}: "
-                    f"{error.message} [{error.validator}]",
-                )
+            problem = notification_problem(notice, base=f"/effects/notifications/{index}")
+            if problem:
+                return "notification-invalid", f"{where}: a notification {problem}"
         taken = {i for forms in self.forms.values() for i, _ in forms}
         forms: list[tuple[str, dict[str, Any]]] = []
         for index, entry in enumerate(interactions):
