@@ -135,7 +135,9 @@ def _schema_path(manifest: Manifest, runtime: RuntimeManifest, written: str) -> 
     return None
 
 
-def _load_schema(manifest: Manifest, runtime: RuntimeManifest) -> tuple[dict[str, Any] | None, str | None]:
+def _load_schema(
+    manifest: Manifest, runtime: RuntimeManifest
+) -> tuple[dict[str, Any] | None, str | None]:
     written = (runtime.data.get("io") or {}).get("output", {}).get("schema")
     if not written:
         return None, None
@@ -152,7 +154,9 @@ def _schema_error(schema: Mapping[str, Any], value: Any) -> str | None:
     return schema_error(validators.validator_for(schema)(schema), value)
 
 
-def _self_data(manifest: Manifest, runtime: RuntimeManifest, context: AgentRuntimeContext) -> dict[str, list[DataEntry]]:
+def _self_data(
+    manifest: Manifest, runtime: RuntimeManifest, context: AgentRuntimeContext
+) -> dict[str, list[DataEntry]]:
     if context.self_data is not None:
         return {k: list(v) for k, v in context.self_data.items()}
     found: dict[str, list[DataEntry]] = {}
@@ -168,13 +172,15 @@ def _self_data(manifest: Manifest, runtime: RuntimeManifest, context: AgentRunti
 def _segments(runtime: RuntimeManifest, context: AgentRuntimeContext) -> list[Mapping[str, Any]]:
     segments = [thaw(s) for s in context.segments]
     if context.payload is not None:
-        segments.append({
-            "id": "trigger-payload",
-            "position": "system",
-            "content": "<trigger-payload>\n"
-            + json.dumps(context.payload, ensure_ascii=False, indent=2)
-            + "\n</trigger-payload>",
-        })
+        segments.append(
+            {
+                "id": "trigger-payload",
+                "position": "system",
+                "content": "<trigger-payload>\n"
+                + json.dumps(context.payload, ensure_ascii=False, indent=2)
+                + "\n</trigger-payload>",
+            }
+        )
     if (runtime.data.get("agent") or {}).get("advertiseEvents") and context.events:
         lines = [
             f"- {topic}: {meta.get('description', '')}"
@@ -182,20 +188,30 @@ def _segments(runtime: RuntimeManifest, context: AgentRuntimeContext) -> list[Ma
             if meta.get("advertise", True)
         ]
         if lines:
-            segments.append({
-                "id": "event-directory",
-                "position": "system",
-                "content": "<event-directory>\nTopics you may emit with emit-event:\n"
-                + "\n".join(lines) + "\n</event-directory>",
-            })
+            segments.append(
+                {
+                    "id": "event-directory",
+                    "position": "system",
+                    "content": "<event-directory>\nTopics you may emit with emit-event:\n"
+                    + "\n".join(lines)
+                    + "\n</event-directory>",
+                }
+            )
     return segments
 
 
 class _Executor:
     """Answers the model's tool calls for one run."""
 
-    def __init__(self, *, manifest: Manifest, runtime: RuntimeManifest, toolset: Toolset,
-                 context: AgentRuntimeContext, run_record: AgentRun) -> None:
+    def __init__(
+        self,
+        *,
+        manifest: Manifest,
+        runtime: RuntimeManifest,
+        toolset: Toolset,
+        context: AgentRuntimeContext,
+        run_record: AgentRun,
+    ) -> None:
         self.manifest = manifest
         self.runtime = runtime
         self.toolset = toolset
@@ -206,7 +222,9 @@ class _Executor:
         binding = self.toolset.binding(name)
         if binding is None:
             return ToolOutcome(False, error=f"unknown tool {name!r}")
-        schema_problem = _schema_error(binding.spec.parameters, args) if binding.kind != "plugin" else None
+        schema_problem = (
+            _schema_error(binding.spec.parameters, args) if binding.kind != "plugin" else None
+        )
         if schema_problem:
             # Plugin tools check their own arguments with zod; the rest are checked here.
             return ToolOutcome(False, error=f"invalid arguments for {name} {schema_problem}")
@@ -222,16 +240,26 @@ class _Executor:
             meta = self.context.events.get(topic)
             if meta is None:
                 known = ", ".join(self.context.events) or "none"
-                return ToolOutcome(False, error=f"emit-event: topic {topic!r} is not in the session's event directory (known: {known})")
+                return ToolOutcome(
+                    False,
+                    error=f"emit-event: topic {topic!r} is not in the session's event directory (known: {known})",
+                )
             problem = _schema_error(meta.get("schema") or {}, payload)
             if problem:
-                return ToolOutcome(False, error=f"emit-event: the payload of {topic} does not match its schema {problem}")
+                return ToolOutcome(
+                    False,
+                    error=f"emit-event: the payload of {topic} does not match its schema {problem}",
+                )
             self._emit(topic, payload)
             return ToolOutcome(True, {"emitted": topic})
         if binding.target == "create-notification":
-            notice = {"title": args["title"], "body": args.get("body", ""),
-                      "level": args.get("level", "info"), "plugin": self.manifest.id,
-                      "runtime": self.runtime.qualified_id}
+            notice = {
+                "title": args["title"],
+                "body": args.get("body", ""),
+                "level": args.get("level", "info"),
+                "plugin": self.manifest.id,
+                "runtime": self.runtime.qualified_id,
+            }
             self.record.notifications.append(notice)
             if self.context.notify is not None:
                 self.context.notify(notice)
@@ -244,18 +272,29 @@ class _Executor:
             # its turn id, so the same runtime can ask again on a later turn.
             turn = f"{self.context.turn_id}:" if self.context.turn_id else ""
             form_id = f"{self.runtime.qualified_id}:{turn}{len(self.record.forms) + 1}"
-            form = {"id": form_id, "plugin": self.manifest.id, "runtime": self.runtime.qualified_id,
-                    **{k: v for k, v in args.items()}}
+            form = {
+                "id": form_id,
+                "plugin": self.manifest.id,
+                "runtime": self.runtime.qualified_id,
+                **{k: v for k, v in args.items()},
+            }
             self.record.forms.append(form)
             if self.context.form is not None:
                 self.context.form(form)
-            return ToolOutcome(True, {"formId": form_id, "status": "pending",
-                                      "note": "The player answers later; do not wait for it."})
+            return ToolOutcome(
+                True,
+                {
+                    "formId": form_id,
+                    "status": "pending",
+                    "note": "The player answers later; do not wait for it.",
+                },
+            )
         return ToolOutcome(False, error=f"builtin tool {binding.target} is not available")
 
     def _emit(self, topic: str, payload: dict[str, Any]) -> None:
-        self.record.events.append({"topic": topic, "payload": payload,
-                                   "runtime": self.runtime.qualified_id})
+        self.record.events.append(
+            {"topic": topic, "payload": payload, "runtime": self.runtime.qualified_id}
+        )
         if self.context.emit is not None:
             self.context.emit(topic, payload)
 
@@ -277,13 +316,23 @@ class _Executor:
         callbacks = self.context.callbacks_for(self.manifest.id)
         try:
             if self.context.call_tool is not None:
-                envelope = self.context.call_tool(manifest=self.manifest, tool=binding.target, args=args,
-                                                  callbacks=callbacks, context=self._tool_context())
+                envelope = self.context.call_tool(
+                    manifest=self.manifest,
+                    tool=binding.target,
+                    args=args,
+                    callbacks=callbacks,
+                    context=self._tool_context(),
+                )
             else:
                 from pluginhost.services import plugin_tool_call
 
-                envelope = plugin_tool_call(manifest=self.manifest, tool=binding.target, args=args,
-                                            callbacks=callbacks, context=self._tool_context())
+                envelope = plugin_tool_call(
+                    manifest=self.manifest,
+                    tool=binding.target,
+                    args=args,
+                    callbacks=callbacks,
+                    context=self._tool_context(),
+                )
         except ToolFailure as exc:
             hint = f" Hint: {exc.hint}" if exc.hint else ""
             return ToolOutcome(False, error=f"{exc.message}{hint}")
@@ -295,7 +344,9 @@ class _Executor:
         for event in envelope.emitted_events:
             if isinstance(event, Mapping) and event.get("topic"):
                 self._emit(str(event["topic"]), dict(event.get("payload") or {}))
-        return ToolOutcome(True, envelope.model_view if envelope.model_view is not None else envelope.content)
+        return ToolOutcome(
+            True, envelope.model_view if envelope.model_view is not None else envelope.content
+        )
 
     def _stage_proposals(self, proposals: Sequence[Mapping[str, Any]]) -> str | None:
         from sessions.errors import OperationError
@@ -308,7 +359,9 @@ class _Executor:
             namespace, key = str(payload.get("namespace")), str(payload.get("key"))
             try:
                 ops = proposal_ops(payload)
-                self.context.data.update(plugin=self.manifest.id, namespace=namespace, key=key, ops=ops)
+                self.context.data.update(
+                    plugin=self.manifest.id, namespace=namespace, key=key, ops=ops
+                )
             except (OperationError, ValueError) as exc:
                 return str(exc)
             self.record.proposals.append(dict(proposal))
@@ -322,33 +375,57 @@ class _Executor:
         plugin = self.manifest.id
         if action == "get":
             value = self.context.data.get(plugin=plugin, namespace=dataset, key=str(args["key"]))
-            return ToolOutcome(True, {"key": args["key"], "value": value, "found": value is not None})
+            return ToolOutcome(
+                True, {"key": args["key"], "value": value, "found": value is not None}
+            )
         if action == "list":
-            rows = sorted(self.context.data.list(plugin=plugin, namespace=dataset), key=lambda r: str(r["key"]))
+            rows = sorted(
+                self.context.data.list(plugin=plugin, namespace=dataset),
+                key=lambda r: str(r["key"]),
+            )
             after = args.get("after")
             if after is not None:
                 rows = [r for r in rows if str(r["key"]) > str(after)]
             limit = min(int(args.get("limit") or LIST_LIMIT), LIST_MAX)
             page = rows[:limit]
-            return ToolOutcome(True, {"records": [{"key": r["key"], "value": r["value"]} for r in page],
-                                      "hasMore": len(rows) > limit})
+            return ToolOutcome(
+                True,
+                {
+                    "records": [{"key": r["key"], "value": r["value"]} for r in page],
+                    "hasMore": len(rows) > limit,
+                },
+            )
         if action == "upsert":
             value = args["value"]
-            key = str(value.get(info.key)) if info.key and isinstance(value, Mapping) else str(args.get("key"))
-            if info.key and not (isinstance(value, Mapping) and isinstance(value.get(info.key), str)):
-                return ToolOutcome(False, error=f"{dataset}-upsert: the record needs a string {info.key} field (its key)")
+            key = (
+                str(value.get(info.key))
+                if info.key and isinstance(value, Mapping)
+                else str(args.get("key"))
+            )
+            if info.key and not (
+                isinstance(value, Mapping) and isinstance(value.get(info.key), str)
+            ):
+                return ToolOutcome(
+                    False,
+                    error=f"{dataset}-upsert: the record needs a string {info.key} field (its key)",
+                )
             return self._write(dataset, key, [{"op": "set", "value": value}])
         ops = [dict(op) for op in args["ops"]]
         refused = [str(op.get("op")) for op in ops if op.get("op") not in info.ops]
         if refused:
-            return ToolOutcome(False, error=f"{dataset}-update: op {', '.join(refused)} is not allowed on dataset {dataset}; it allows {', '.join(info.ops)}")
+            return ToolOutcome(
+                False,
+                error=f"{dataset}-update: op {', '.join(refused)} is not allowed on dataset {dataset}; it allows {', '.join(info.ops)}",
+            )
         return self._write(dataset, str(args["key"]), ops)
 
     def _write(self, namespace: str, key: str, ops: list[dict[str, Any]]) -> ToolOutcome:
         from sessions.errors import OperationError
 
         try:
-            value = self.context.data.update(plugin=self.manifest.id, namespace=namespace, key=key, ops=ops)
+            value = self.context.data.update(
+                plugin=self.manifest.id, namespace=namespace, key=key, ops=ops
+            )
         except (OperationError, ValueError) as exc:
             return ToolOutcome(False, error=f"{namespace}/{key}: the write was refused: {exc}")
         return ToolOutcome(True, {"key": key, "value": value, "staged": True})
@@ -360,20 +437,37 @@ class _Executor:
         callbacks = self.context.callbacks_for(provider.id)
         try:
             if self.context.call_service is not None:
-                result = self.context.call_service(manifest=provider, contract=binding.target, input=args,
-                                                   callbacks=callbacks, caller=self.manifest.id)
+                result = self.context.call_service(
+                    manifest=provider,
+                    contract=binding.target,
+                    input=args,
+                    callbacks=callbacks,
+                    caller=self.manifest.id,
+                )
             else:
                 from pluginhost.services import plugin_service_call
 
-                result = plugin_service_call(manifest=provider, contract=binding.target, input=args,
-                                             callbacks=callbacks, caller=self.manifest.id)
+                result = plugin_service_call(
+                    manifest=provider,
+                    contract=binding.target,
+                    input=args,
+                    callbacks=callbacks,
+                    caller=self.manifest.id,
+                )
         except PluginHostError as exc:
-            return ToolOutcome(False, error=f"{binding.spec.name} ({binding.target}) failed: {exc.message} [{exc.code}]")
+            return ToolOutcome(
+                False,
+                error=f"{binding.spec.name} ({binding.target}) failed: {exc.message} [{exc.code}]",
+            )
         # A write service's operations change the provider's data and commit with this run.
         for op in result.operations:
             kind = op.get("kind")
             if kind == "set":
-                ops = [{"op": "delete"}] if op.get("value") is None else [{"op": "set", "value": op.get("value")}]
+                ops = (
+                    [{"op": "delete"}]
+                    if op.get("value") is None
+                    else [{"op": "set", "value": op.get("value")}]
+                )
             elif kind == "update":
                 ops = list(op.get("ops") or [])
             elif kind == "delete":
@@ -383,10 +477,13 @@ class _Executor:
             from sessions.errors import OperationError
 
             try:
-                self.context.data.update(plugin=provider.id, namespace=str(op["namespace"]),
-                                         key=str(op["key"]), ops=ops)
+                self.context.data.update(
+                    plugin=provider.id, namespace=str(op["namespace"]), key=str(op["key"]), ops=ops
+                )
             except (OperationError, ValueError) as exc:
-                return ToolOutcome(False, error=f"{binding.spec.name}: the service's write was refused: {exc}")
+                return ToolOutcome(
+                    False, error=f"{binding.spec.name}: the service's write was refused: {exc}"
+                )
         return ToolOutcome(True, result.output)
 
 
@@ -437,14 +534,20 @@ def run_agent_runtime(
         return AgentRun().fail("output-schema-unavailable", problem)
     try:
         registered = (
-            list(context.registered_tools) if context.registered_tools is not None
+            list(context.registered_tools)
+            if context.registered_tools is not None
             else registered_tools_of(manifest, context.callbacks_for(manifest.id))
         )
     except PluginHostError as exc:
         return AgentRun().fail(exc.code, f"{manifest.id} could not be loaded: {exc.message}")
     toolset = build_toolset(
-        manifest=manifest, runtime=runtime, registered_tools=registered, services=context.services,
-        registered_services=context.registered_services, events=context.events, can_write=context.can_write,
+        manifest=manifest,
+        runtime=runtime,
+        registered_tools=registered,
+        services=context.services,
+        registered_services=context.registered_services,
+        events=context.events,
+        can_write=context.can_write,
     )
     data = thaw(runtime.data)
     prompt = assemble(
@@ -463,7 +566,9 @@ def run_agent_runtime(
     )
     story = runtime.visibility == "story"
     record = AgentRun()
-    execute = _Executor(manifest=manifest, runtime=runtime, toolset=toolset, context=context, run_record=record)
+    execute = _Executor(
+        manifest=manifest, runtime=runtime, toolset=toolset, context=context, run_record=record
+    )
     run = run_agent(
         runtime=data,
         endpoint=endpoint,
@@ -476,18 +581,27 @@ def run_agent_runtime(
         on_text=context.on_text,
     )
     run.events, run.notifications, run.forms, run.proposals = (
-        record.events, record.notifications, record.forms, record.proposals,
+        record.events,
+        record.notifications,
+        record.forms,
+        record.proposals,
     )
     run.warnings[:0] = toolset.warnings + [
         f"prompt variable {name} has no value" for name in prompt.missing_variables
     ]
     if run.status == "success" and story:
-        text = run.text if run.text is not None else (run.output if isinstance(run.output, str) else "")
+        text = (
+            run.text
+            if run.text is not None
+            else (run.output if isinstance(run.output, str) else "")
+        )
         run.output = {"narrativeOutput": text}
         if schema:
             mismatch = _schema_error(schema, run.output)
             if mismatch:
-                run.fail("output-invalid", f"the story output does not match io.output.schema {mismatch}")
+                run.fail(
+                    "output-invalid", f"the story output does not match io.output.schema {mismatch}"
+                )
         elif not text.strip():
             run.fail("output-invalid", "the story runtime produced no text")
     for warning in run.warnings:
@@ -505,10 +619,16 @@ class OverlayCallbacks(PackageCapabilities):
     the overlay as `runtime`; immediate writes (RPC actions) are refused, as inside a turn.
     """
 
-    def __init__(self, *, overlay: Any, package: str, runtime: str,
-                 session: Mapping[str, Any] | None = None,
-                 messages: Sequence[Mapping[str, Any]] = (),
-                 on_emit: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        overlay: Any,
+        package: str,
+        runtime: str,
+        session: Mapping[str, Any] | None = None,
+        messages: Sequence[Mapping[str, Any]] = (),
+        on_emit: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
         self.overlay = overlay
         self.package = package
         self.runtime = runtime
@@ -516,23 +636,37 @@ class OverlayCallbacks(PackageCapabilities):
         self.messages = list(messages)
         self.on_emit = on_emit
 
-    def plugin_data_get(self, *, package: str, runtime: str | None, namespace: str, key: str) -> Any:
-        return self.overlay.get(runtime=self.runtime, plugin=self.package, namespace=namespace, key=key)
+    def plugin_data_get(
+        self, *, package: str, runtime: str | None, namespace: str, key: str
+    ) -> Any:
+        return self.overlay.get(
+            runtime=self.runtime, plugin=self.package, namespace=namespace, key=key
+        )
 
-    def plugin_data_list(self, *, package: str, runtime: str | None, namespace: str) -> list[dict[str, Any]]:
+    def plugin_data_list(
+        self, *, package: str, runtime: str | None, namespace: str
+    ) -> list[dict[str, Any]]:
         return self.overlay.list(runtime=self.runtime, plugin=self.package, namespace=namespace)
 
-    def plugin_data_set(self, *, package: str, runtime: str | None, namespace: str, key: str, value: Any) -> None:
-        raise CallbackRefused("a runtime's writes commit with its turn; use ctx.pluginData", code="not_allowed")
+    def plugin_data_set(
+        self, *, package: str, runtime: str | None, namespace: str, key: str, value: Any
+    ) -> None:
+        raise CallbackRefused(
+            "a runtime's writes commit with its turn; use ctx.pluginData", code="not_allowed"
+        )
 
     def store_get_session(self, *, package: str, runtime: str | None) -> dict[str, Any]:
         return dict(self.session)
 
-    def store_read_turn_messages(self, *, package: str, runtime: str | None, after: str | None, limit: int) -> dict[str, Any]:
+    def store_read_turn_messages(
+        self, *, package: str, runtime: str | None, after: str | None, limit: int
+    ) -> dict[str, Any]:
         limit = max(1, min(int(limit), 500))
         ids = [str(m.get("id")) for m in self.messages]
         start = (ids.index(after) + 1 if after in ids else len(ids)) if after is not None else 0
-        page = [dict(m) for m in self.messages[start:start + limit]]
-        return {"messages": page, "cursor": page[-1]["id"] if page else after,
-                "hasMore": start + limit < len(self.messages)}
-
+        page = [dict(m) for m in self.messages[start : start + limit]]
+        return {
+            "messages": page,
+            "cursor": page[-1]["id"] if page else after,
+            "hasMore": start + limit < len(self.messages),
+        }

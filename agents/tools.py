@@ -148,9 +148,16 @@ def _op_schema(ops: Sequence[str]) -> dict[str, Any]:
             "by": {"type": "number", "description": "inc: the amount (negative to decrease)."},
             "min": {"type": "number", "description": "inc: refuse a result below this."},
             "max": {"type": "number", "description": "inc: refuse a result above this."},
-            "index": {"type": "integer", "minimum": 0, "description": "insert, remove: the position."},
+            "index": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "insert, remove: the position.",
+            },
             "match": {"description": "remove, upsertItem: fields an array item must have."},
-            "key": {"type": "string", "description": "upsertItem: the item field that identifies it."},
+            "key": {
+                "type": "string",
+                "description": "upsertItem: the item field that identifies it.",
+            },
         },
     }
 
@@ -163,18 +170,26 @@ def dataset_tool(info: DatasetInfo, action: str) -> ToolSpec:
         return ToolSpec(
             f"{info.name}-get",
             f"Read one record of the {info.name} dataset by key; null when there is none.{about}",
-            {"type": "object", "required": ["key"], "additionalProperties": False,
-             "properties": {"key": key}},
+            {
+                "type": "object",
+                "required": ["key"],
+                "additionalProperties": False,
+                "properties": {"key": key},
+            },
         )
     if action == "list":
         return ToolSpec(
             f"{info.name}-list",
             f"List records of the {info.name} dataset in key order, {LIST_LIMIT} at a time; pass the "
             f"last key you saw as after for the next page.{about}",
-            {"type": "object", "additionalProperties": False, "properties": {
-                "after": {"type": "string", "description": "Only keys after this one."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": LIST_MAX},
-            }},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "after": {"type": "string", "description": "Only keys after this one."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": LIST_MAX},
+                },
+            },
         )
     if action == "upsert":
         if info.key:
@@ -183,14 +198,22 @@ def dataset_tool(info: DatasetInfo, action: str) -> ToolSpec:
                 f"{info.name}-upsert",
                 f"Create or replace one whole record of the {info.name} dataset; its key is the "
                 f"record's {info.key} field.{about}",
-                {"type": "object", "required": ["value"], "additionalProperties": False,
-                 "properties": {"value": record}},
+                {
+                    "type": "object",
+                    "required": ["value"],
+                    "additionalProperties": False,
+                    "properties": {"value": record},
+                },
             )
         return ToolSpec(
             f"{info.name}-upsert",
             f"Create or replace one whole record of the {info.name} dataset under a key.{about}",
-            {"type": "object", "required": ["key", "value"], "additionalProperties": False,
-             "properties": {"key": key, "value": record}},
+            {
+                "type": "object",
+                "required": ["key", "value"],
+                "additionalProperties": False,
+                "properties": {"key": key, "value": record},
+            },
         )
     if action == "update":
         allowed = list(info.ops)
@@ -199,9 +222,20 @@ def dataset_tool(info: DatasetInfo, action: str) -> ToolSpec:
             f"Change one record of the {info.name} dataset with operations applied in order "
             f"(allowed: {', '.join(allowed)}); all apply or none.{about} Record schema: "
             + json.dumps(record, ensure_ascii=False)[:1500],
-            {"type": "object", "required": ["key", "ops"], "additionalProperties": False,
-             "properties": {"key": key, "ops": {"type": "array", "minItems": 1, "maxItems": 20,
-                                                "items": _op_schema(allowed)}}},
+            {
+                "type": "object",
+                "required": ["key", "ops"],
+                "additionalProperties": False,
+                "properties": {
+                    "key": key,
+                    "ops": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 20,
+                        "items": _op_schema(allowed),
+                    },
+                },
+            },
         )
     raise ValueError(f"unknown dataset tool {action!r}")
 
@@ -209,11 +243,16 @@ def dataset_tool(info: DatasetInfo, action: str) -> ToolSpec:
 def notification_schema() -> dict[str, Any]:
     """A notice for the player: create-notification's arguments, and one entry of a function's
     effects.notifications."""
-    return {"type": "object", "required": ["title"], "additionalProperties": False, "properties": {
-        "title": {"type": "string", "minLength": 1, "maxLength": 120},
-        "body": {"type": "string", "maxLength": 1000},
-        "level": {"type": "string", "enum": list(NOTIFICATION_LEVELS)},
-    }}
+    return {
+        "type": "object",
+        "required": ["title"],
+        "additionalProperties": False,
+        "properties": {
+            "title": {"type": "string", "minLength": 1, "maxLength": 120},
+            "body": {"type": "string", "maxLength": 1000},
+            "level": {"type": "string", "enum": list(NOTIFICATION_LEVELS)},
+        },
+    }
 
 
 def form_schema(*, interaction: bool = False) -> dict[str, Any]:
@@ -223,7 +262,9 @@ def form_schema(*, interaction: bool = False) -> dict[str, Any]:
     One schema for both paths, so an agent and a function can ask exactly the same things.
     """
     field_schema = {
-        "type": "object", "required": ["name", "label"], "additionalProperties": False,
+        "type": "object",
+        "required": ["name", "label"],
+        "additionalProperties": False,
         "properties": {
             "name": {"type": "string", "pattern": FORM_FIELD_NAME},
             "label": {"type": "string", "minLength": 1, "maxLength": 120},
@@ -234,34 +275,63 @@ def form_schema(*, interaction: bool = False) -> dict[str, Any]:
             "default": {"description": "The value the field starts with."},
             "min": {"type": "number", "description": "number, integer: the smallest value."},
             "max": {"type": "number", "description": "number, integer: the largest value."},
-            "step": {"type": "number", "exclusiveMinimum": 0,
-                     "description": "number, integer: values are min (or 0) plus a multiple of step."},
+            "step": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "number, integer: values are min (or 0) plus a multiple of step.",
+            },
             # select: a plain string is an option whose label is its value.
-            "options": {"type": "array", "maxItems": 50, "items": {"anyOf": [
-                {"type": "string", "maxLength": 200},
-                {"type": "object", "required": ["value", "label"], "additionalProperties": False,
-                 "properties": {"value": {"type": "string", "maxLength": 200},
-                                "label": {"type": "string", "maxLength": 200}}},
-            ]}},
+            "options": {
+                "type": "array",
+                "maxItems": 50,
+                "items": {
+                    "anyOf": [
+                        {"type": "string", "maxLength": 200},
+                        {
+                            "type": "object",
+                            "required": ["value", "label"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "value": {"type": "string", "maxLength": 200},
+                                "label": {"type": "string", "maxLength": 200},
+                            },
+                        },
+                    ]
+                },
+            },
         },
     }
     properties: dict[str, Any] = {
         "title": {"type": "string", "minLength": 1, "maxLength": 120},
         "description": {"type": "string", "maxLength": 1000},
-        "notice": {"type": "string", "maxLength": 1000,
-                   "description": "A line above the fields, in the game's language."},
+        "notice": {
+            "type": "string",
+            "maxLength": 1000,
+            "description": "A line above the fields, in the game's language.",
+        },
         "submitLabel": {"type": "string", "maxLength": 40},
         "fields": {"type": "array", "minItems": 1, "maxItems": 20, "items": field_schema},
-        "validation": {"type": "object", "required": ["name"], "additionalProperties": False,
-                       "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 100}}},
+        "validation": {
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 100}},
+        },
     }
     required = ["title", "fields"]
     if interaction:
-        properties = {"type": {"const": "form"},
-                      "interactionId": {"type": "string", "pattern": FORM_ID}, **properties}
+        properties = {
+            "type": {"const": "form"},
+            "interactionId": {"type": "string", "pattern": FORM_ID},
+            **properties,
+        }
         required = ["type", "interactionId", *required]
-    return {"type": "object", "required": required, "additionalProperties": False,
-            "properties": properties}
+    return {
+        "type": "object",
+        "required": required,
+        "additionalProperties": False,
+        "properties": properties,
+    }
 
 
 def schema_error(validator: Any, value: Any, *, base: str = "") -> str | None:
@@ -313,24 +383,34 @@ def form_problem(
     declared = [str(v) for v in validators]
     if name is not None and name not in declared:
         listed = ", ".join(declared) or "none"
-        return (f"at {base}/validation/name: the validator {name!r} is not listed in contributes.forms "
-                f"(listed: {listed}) [contributes.forms]")
+        return (
+            f"at {base}/validation/name: the validator {name!r} is not listed in contributes.forms "
+            f"(listed: {listed}) [contributes.forms]"
+        )
     return None
 
 
 def builtin_tool(name: str, *, events: Mapping[str, Mapping[str, Any]]) -> ToolSpec | None:
     if name == "emit-event":
         directory = "\n".join(
-            f"- {topic}: {str(meta.get('description') or '').strip()}" for topic, meta in events.items()
+            f"- {topic}: {str(meta.get('description') or '').strip()}"
+            for topic, meta in events.items()
         )
         return ToolSpec(
             "emit-event",
             "Emit a session event other runtimes can react to. The payload must match the "
             f"topic's schema. Topics:\n{directory or '(none are declared in this session)'}",
-            {"type": "object", "required": ["topic"], "additionalProperties": False, "properties": {
-                "topic": {"type": "string", "enum": list(events)} if events else {"type": "string"},
-                "payload": {"type": "object"},
-            }},
+            {
+                "type": "object",
+                "required": ["topic"],
+                "additionalProperties": False,
+                "properties": {
+                    "topic": {"type": "string", "enum": list(events)}
+                    if events
+                    else {"type": "string"},
+                    "payload": {"type": "object"},
+                },
+            },
         )
     if name == "create-notification":
         return ToolSpec(
@@ -359,8 +439,9 @@ def service_tool_name(entry: Any) -> tuple[str, str]:
     return contract, str(written) if written else default_service_tool_name(contract)
 
 
-def service_spec(name: str, contract: str, provider: Manifest,
-                 registered: Mapping[str, Any] | None = None) -> ToolSpec:
+def service_spec(
+    name: str, contract: str, provider: Manifest, registered: Mapping[str, Any] | None = None
+) -> ToolSpec:
     """The tool for a model-facing service: the registration's schema when the host reports it,
     else the contract's published schema (contracts.<id>.schema of the provider)."""
     registered = registered or {}
@@ -376,7 +457,9 @@ def service_spec(name: str, contract: str, provider: Manifest,
         if not description and isinstance(schema, Mapping):
             description = str(schema.get("description") or schema.get("title") or "")
     description = description or f"Call the {contract} service."
-    return ToolSpec(name, f"{description} (service {contract} of {provider.id})", model_schema(schema))
+    return ToolSpec(
+        name, f"{description} (service {contract} of {provider.id})", model_schema(schema)
+    )
 
 
 # ----------------------------------------------------------------------------- the toolset
@@ -413,7 +496,9 @@ def build_toolset(
     def add(binding: ToolBinding) -> None:
         name = binding.spec.name
         if name in (RUNTIME_DONE, LOAD_TOOLS) or any(b.spec.name == name for b in bindings):
-            toolset.warnings.append(f"tool {name} ({binding.kind}) is left out: the name is already taken")
+            toolset.warnings.append(
+                f"tool {name} ({binding.kind}) is left out: the name is already taken"
+            )
             return
         bindings.append(binding)
 
@@ -434,11 +519,17 @@ def build_toolset(
         if item is None:
             toolset.warnings.append(f"plugin tool {name} is not registered by {manifest.id}")
             continue
-        add(ToolBinding(
-            ToolSpec(str(name), str(item.get("description") or ""),
-                     model_schema(item.get("jsonSchema") or {"type": "object"})),
-            "plugin", str(name),
-        ))
+        add(
+            ToolBinding(
+                ToolSpec(
+                    str(name),
+                    str(item.get("description") or ""),
+                    model_schema(item.get("jsonSchema") or {"type": "object"}),
+                ),
+                "plugin",
+                str(name),
+            )
+        )
 
     for entry in whitelist.get("datasets") or ():
         dataset = str(entry["dataset"] if isinstance(entry, Mapping) else entry)
@@ -482,7 +573,9 @@ def build_toolset(
     else:
         deferred_names = set()
     for binding in bindings:
-        (toolset.deferred if binding.spec.name in deferred_names else toolset.offered).append(binding)
+        (toolset.deferred if binding.spec.name in deferred_names else toolset.offered).append(
+            binding
+        )
     return toolset
 
 
@@ -514,10 +607,13 @@ def event_directory(manifests: Iterable[Manifest]) -> dict[str, dict[str, Any]]:
                 schema = _read_json(manifest.path, entry["schema"])
             except (OSError, ValueError, KeyError):
                 schema = {"not": {}, "description": "the event's schema cannot be read"}
-            found.setdefault(str(entry["topic"]), {
-                "plugin": manifest.id,
-                "description": str(entry.get("description") or ""),
-                "schema": schema,
-                "advertise": entry.get("advertise", True) is not False,
-            })
+            found.setdefault(
+                str(entry["topic"]),
+                {
+                    "plugin": manifest.id,
+                    "description": str(entry.get("description") or ""),
+                    "schema": schema,
+                    "advertise": entry.get("advertise", True) is not False,
+                },
+            )
     return found

@@ -4,6 +4,7 @@
 
 Everything runs through a real Node child over the same framed channel the hub uses.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,18 +91,26 @@ def main() -> None:
         payload = {"a": 1, "b": [1, 2, 3], "c": "text"}
         for _ in range(200):  # warm up both sides
             host.echo(payload)
-            plugin_tool_call(manifest=manifest, tool="add", args={"a": 1, "b": 2}, callbacks=callbacks, host=host)
+            plugin_tool_call(
+                manifest=manifest, tool="add", args={"a": 1, "b": 2}, callbacks=callbacks, host=host
+            )
 
         echo_rate, echo_n = rate(lambda: host.echo(payload), args.seconds)
         tool_rate, tool_n = rate(
-            lambda: plugin_tool_call(manifest=manifest, tool="add", args={"a": 1, "b": 2}, callbacks=callbacks, host=host),
+            lambda: plugin_tool_call(
+                manifest=manifest, tool="add", args={"a": 1, "b": 2}, callbacks=callbacks, host=host
+            ),
             args.seconds,
         )
 
         def handler(gets: int) -> float:
             t0 = time.perf_counter()
             out = plugin_function_call(
-                manifest=manifest, runtime="bench", callbacks=callbacks, host=host, context={"manualPayload": {"gets": gets}}
+                manifest=manifest,
+                runtime="bench",
+                callbacks=callbacks,
+                host=host,
+                context={"manualPayload": {"gets": gets}},
             )
             assert out.result["value"]["found"] == gets
             return time.perf_counter() - t0
@@ -114,10 +123,16 @@ def main() -> None:
 
     print(f"node host start:              {start_ms:8.1f} ms")
     print(f"package load (entry+handler): {load_ms:8.1f} ms")
-    print(f"bare JSON echo (floor):       {echo_rate:8.0f} calls/s  ({1e6 / echo_rate:6.1f} us each, n={echo_n})")
-    print(f"tool call (zod + envelope):   {tool_rate:8.0f} calls/s  ({1e6 / tool_rate:6.1f} us each, n={tool_n})")
+    print(
+        f"bare JSON echo (floor):       {echo_rate:8.0f} calls/s  ({1e6 / echo_rate:6.1f} us each, n={echo_n})"
+    )
+    print(
+        f"tool call (zod + envelope):   {tool_rate:8.0f} calls/s  ({1e6 / tool_rate:6.1f} us each, n={tool_n})"
+    )
     print(f"empty function handler call:  {base * 1e6:8.1f} us")
-    print(f"one ctx.pluginData.get:       {per_get_us:8.1f} us  (handler doing {args.gets} gets: {with_gets * 1000:.1f} ms)")
+    print(
+        f"one ctx.pluginData.get:       {per_get_us:8.1f} us  (handler doing {args.gets} gets: {with_gets * 1000:.1f} ms)"
+    )
 
 
 if __name__ == "__main__":

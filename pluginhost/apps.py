@@ -10,4 +10,6 @@ class PluginhostConfig(AppConfig):
 
         from pluginhost.host import _stop_host
 
-        worker_process_shutdown.connect(lambda **_: _stop_host(), weak=False, dispatch_uid="pluginhost-stop")
+        worker_process_shutdown.connect(
+            lambda **_: _stop_host(), weak=False, dispatch_uid="pluginhost-stop"
+        )

@@ -3,6 +3,7 @@
 The Sessions app implements HostCallbacks over the database; InMemoryCallbacks serves tests and
 benchmarks; RefusingCallbacks serves plugin_extract, which must not reach any host capability.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,7 +28,9 @@ class HostCallbacks(Protocol):
     runs ctx.recursiveCall. Without it the call is refused (recursive_call_unavailable).
     """
 
-    def plugin_data_get(self, *, package: str, runtime: str | None, namespace: str, key: str) -> Any: ...
+    def plugin_data_get(
+        self, *, package: str, runtime: str | None, namespace: str, key: str
+    ) -> Any: ...
 
     def plugin_data_list(
         self, *, package: str, runtime: str | None, namespace: str
@@ -43,7 +46,9 @@ class HostCallbacks(Protocol):
         self, *, package: str, runtime: str | None, after: str | None, limit: int
     ) -> dict[str, Any]: ...
 
-    def tool_call(self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]) -> Any: ...
+    def tool_call(
+        self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]
+    ) -> Any: ...
 
     def http_request(
         self,
@@ -67,7 +72,9 @@ def dispatch_callback(callbacks: HostCallbacks, method: str, params: dict[str, A
             package=package, runtime=runtime, namespace=params["namespace"], key=params["key"]
         )
     if method == "pluginData.list":
-        return callbacks.plugin_data_list(package=package, runtime=runtime, namespace=params["namespace"])
+        return callbacks.plugin_data_list(
+            package=package, runtime=runtime, namespace=params["namespace"]
+        )
     if method == "pluginData.set":
         callbacks.plugin_data_set(
             package=package,
@@ -81,10 +88,15 @@ def dispatch_callback(callbacks: HostCallbacks, method: str, params: dict[str, A
         return callbacks.store_get_session(package=package, runtime=runtime)
     if method == "store.readTurnMessages":
         return callbacks.store_read_turn_messages(
-            package=package, runtime=runtime, after=params.get("after"), limit=int(params.get("limit") or 100)
+            package=package,
+            runtime=runtime,
+            after=params.get("after"),
+            limit=int(params.get("limit") or 100),
         )
     if method == "tools.call":
-        return callbacks.tool_call(package=package, runtime=runtime, name=params["name"], args=params.get("args") or {})
+        return callbacks.tool_call(
+            package=package, runtime=runtime, name=params["name"], args=params.get("args") or {}
+        )
     if method == "runtime.recursiveCall":
         recursive_call = getattr(callbacks, "recursive_call", None)
         if recursive_call is None:
@@ -138,12 +150,20 @@ def approved_http_request(
         module = importlib.import_module("approvals.http")
         request = module.plugin_http_request
     except (ImportError, AttributeError) as exc:
-        raise CallbackRefused("covel.http is not available on this hub yet", code="http_unavailable") from exc
+        raise CallbackRefused(
+            "covel.http is not available on this hub yet", code="http_unavailable"
+        ) from exc
     refused = getattr(module, "HttpRefused", None)
     failed = getattr(module, "HttpFailed", None)
     try:
         return request(
-            package=package, runtime=runtime, method=method, url=url, headers=headers, body=body, timeout=timeout
+            package=package,
+            runtime=runtime,
+            method=method,
+            url=url,
+            headers=headers,
+            body=body,
+            timeout=timeout,
         )
     except Exception as exc:
         # The client's messages are written to be shown to the plugin; pass them on with a code.
@@ -166,7 +186,6 @@ class RefusingCallbacks:
     store_get_session = store_read_turn_messages = tool_call = http_request = _refuse
 
 
-
 class PackageCapabilities:
     """The builtin emit-event tool and covel.http, for callbacks that serve one package.
 
@@ -177,7 +196,9 @@ class PackageCapabilities:
     package: str
     on_emit: Callable[[str, dict[str, Any]], None] | None = None
 
-    def tool_call(self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]) -> Any:
+    def tool_call(
+        self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]
+    ) -> Any:
         if name == "emit-event" and self.on_emit is not None:
             topic = str(args.get("topic") or "")
             if not topic:
@@ -198,8 +219,15 @@ class PackageCapabilities:
         timeout: float,
     ) -> dict[str, Any]:
         return approved_http_request(
-            package=self.package, runtime=runtime, method=method, url=url, headers=headers, body=body, timeout=timeout
+            package=self.package,
+            runtime=runtime,
+            method=method,
+            url=url,
+            headers=headers,
+            body=body,
+            timeout=timeout,
         )
+
 
 class InMemoryCallbacks:
     """A whole session in a few dicts, for tests, benchmarks and offline runs.
@@ -222,17 +250,25 @@ class InMemoryCallbacks:
         http: Callable[..., dict[str, Any]] | None = None,
     ) -> None:
         self.data = data if data is not None else {}
-        self.session = session if session is not None else {"phase": "play", "turnCount": 0, "locale": "en"}
+        self.session = (
+            session if session is not None else {"phase": "play", "turnCount": 0, "locale": "en"}
+        )
         self.messages = messages if messages is not None else []
         self.tools = tools or {}
         self.http = http
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def plugin_data_get(self, *, package: str, runtime: str | None, namespace: str, key: str) -> Any:
-        self.calls.append(("plugin_data_get", {"package": package, "namespace": namespace, "key": key}))
+    def plugin_data_get(
+        self, *, package: str, runtime: str | None, namespace: str, key: str
+    ) -> Any:
+        self.calls.append(
+            ("plugin_data_get", {"package": package, "namespace": namespace, "key": key})
+        )
         return copy.deepcopy(self.data.get((package, namespace), {}).get(key))
 
-    def plugin_data_list(self, *, package: str, runtime: str | None, namespace: str) -> list[dict[str, Any]]:
+    def plugin_data_list(
+        self, *, package: str, runtime: str | None, namespace: str
+    ) -> list[dict[str, Any]]:
         self.calls.append(("plugin_data_list", {"package": package, "namespace": namespace}))
         rows = self.data.get((package, namespace), {})
         return [{"key": k, "value": copy.deepcopy(v)} for k, v in rows.items()]
@@ -240,7 +276,9 @@ class InMemoryCallbacks:
     def plugin_data_set(
         self, *, package: str, runtime: str | None, namespace: str, key: str, value: Any
     ) -> None:
-        self.calls.append(("plugin_data_set", {"package": package, "namespace": namespace, "key": key}))
+        self.calls.append(
+            ("plugin_data_set", {"package": package, "namespace": namespace, "key": key})
+        )
         rows = self.data.setdefault((package, namespace), {})
         if value is None:
             rows.pop(key, None)
@@ -254,7 +292,9 @@ class InMemoryCallbacks:
     def store_read_turn_messages(
         self, *, package: str, runtime: str | None, after: str | None, limit: int
     ) -> dict[str, Any]:
-        self.calls.append(("store_read_turn_messages", {"package": package, "after": after, "limit": limit}))
+        self.calls.append(
+            ("store_read_turn_messages", {"package": package, "after": after, "limit": limit})
+        )
         limit = max(1, min(int(limit), 500))
         start = 0
         if after is not None:
@@ -262,9 +302,15 @@ class InMemoryCallbacks:
             start = ids.index(after) + 1 if after in ids else len(self.messages)
         page = self.messages[start : start + limit]
         cursor = str(page[-1]["id"]) if page else after
-        return {"messages": copy.deepcopy(page), "cursor": cursor, "hasMore": start + limit < len(self.messages)}
+        return {
+            "messages": copy.deepcopy(page),
+            "cursor": cursor,
+            "hasMore": start + limit < len(self.messages),
+        }
 
-    def tool_call(self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]) -> Any:
+    def tool_call(
+        self, *, package: str, runtime: str | None, name: str, args: dict[str, Any]
+    ) -> Any:
         self.calls.append(("tool_call", {"package": package, "name": name, "args": args}))
         if name not in self.tools:
             raise CallbackRefused(f"builtin tool {name} is not available", code="tool_unavailable")
@@ -284,5 +330,11 @@ class InMemoryCallbacks:
         self.calls.append(("http_request", {"package": package, "method": method, "url": url}))
         handler = self.http or approved_http_request
         return handler(
-            package=package, runtime=runtime, method=method, url=url, headers=headers, body=body, timeout=timeout
+            package=package,
+            runtime=runtime,
+            method=method,
+            url=url,
+            headers=headers,
+            body=body,
+            timeout=timeout,
         )

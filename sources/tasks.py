@@ -8,6 +8,7 @@ from sources import services
 
 # Beat runs sources.dispatch_jobs every 5 s (config/settings.py, CELERY_BEAT_SCHEDULE).
 
+
 @shared_task(name="sources.dispatch_jobs", ignore_result=True)
 def source_jobs_dispatch() -> int:
     return len(services.source_jobs_dispatch())
@@ -17,4 +18,3 @@ def source_jobs_dispatch() -> int:
 def source_job_run(run_id: int) -> str:
     run = services.source_job_run_execute(run_id=run_id)
     return run.outcome if run is not None else "gone"
-

@@ -6,6 +6,7 @@ Personas (used across the suite):
 - charlie: another player; may see nothing private of Alice's and edit nothing of hers.
 - the anonymous visitor: browses the catalogue, is sent to log in for anything else.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,9 @@ def require_service(name: str, url: str, default_port: int) -> None:
     """Skip when a service is missing on a laptop; fail in CI, where it must be there."""
     parts = urlsplit(url)
     try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), 2):
+        with socket.create_connection(
+            (parts.hostname or "127.0.0.1", parts.port or default_port), 2
+        ):
             return
     except OSError as exc:
         if IN_CI:
@@ -46,7 +49,9 @@ def _job_lease_keeper_idle():
 
 @pytest.fixture
 def redis_url() -> str:
-    url = os.environ.get("REDIS_URL") or os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    url = os.environ.get("REDIS_URL") or os.environ.get(
+        "TEST_REDIS_URL", "redis://127.0.0.1:6379/0"
+    )
     require_service("Redis", url, 6379)
     return url
 
@@ -56,7 +61,9 @@ def chromium_path() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if not path:
         if IN_CI:
-            pytest.fail("Debian's chromium is required in CI (scripts/install.sh --dev installs it)")
+            pytest.fail(
+                "Debian's chromium is required in CI (scripts/install.sh --dev installs it)"
+            )
         pytest.skip("chromium is not installed")
     return path
 
@@ -75,7 +82,9 @@ def bob(django_user_model):
 
 @pytest.fixture
 def charlie(django_user_model):
-    return django_user_model.objects.create_user("charlie", "charlie@example.com", "charlie-password")
+    return django_user_model.objects.create_user(
+        "charlie", "charlie@example.com", "charlie-password"
+    )
 
 
 @pytest.fixture

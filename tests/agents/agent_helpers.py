@@ -98,13 +98,18 @@ def write_toolbox(root: Path, *, defer: str = "[cards-upsert]") -> Path:
     )
     schemas = {
         "card.schema.json": {
-            "type": "object", "required": ["id", "text"], "additionalProperties": False,
-            "properties": {"id": {"type": "string", "pattern": "^[a-z-]+$"},
-                           "text": {"type": "string", "maxLength": 40}},
+            "type": "object",
+            "required": ["id", "text"],
+            "additionalProperties": False,
+            "properties": {
+                "id": {"type": "string", "pattern": "^[a-z-]+$"},
+                "text": {"type": "string", "maxLength": 40},
+            },
         },
         "counter.schema.json": {"type": "integer", "minimum": 0},
         "rang.schema.json": {
-            "type": "object", "required": ["times"],
+            "type": "object",
+            "required": ["times"],
             "properties": {"times": {"type": "integer", "minimum": 1}},
         },
     }
@@ -129,7 +134,9 @@ class Session:
         self.store: dict[tuple[str, str, str], Any] = dict(store or {})
         self.overlay = TurnOverlay(
             load=lambda p, n, k: self.store.get((p, n, k), MISSING),
-            lister=lambda p, n: {k: v for (pp, nn, k), v in self.store.items() if (pp, nn) == (p, n)},
+            lister=lambda p, n: {
+                k: v for (pp, nn, k), v in self.store.items() if (pp, nn) == (p, n)
+            },
             datasets={m.id: datasets_of(m) for m in self.active},
         )
         self.emitted: list[tuple[str, dict]] = []
@@ -139,7 +146,9 @@ class Session:
     def context(self, runtime: str, **extra: Any) -> AgentRuntimeContext:
         fields: dict[str, Any] = dict(
             data=OverlayData(overlay=self.overlay, runtime=runtime),
-            callbacks_for=lambda plugin: OverlayCallbacks(overlay=self.overlay, package=plugin, runtime=runtime),
+            callbacks_for=lambda plugin: OverlayCallbacks(
+                overlay=self.overlay, package=plugin, runtime=runtime
+            ),
             player_message="I ring the bell.",
             events=event_directory(self.active),
             services=service_providers(self.active),
@@ -156,8 +165,10 @@ class Session:
         with StandInModel(replies, exhausted_status=400) as model:
             endpoint = Endpoint(slot="plugin", base_url=model.base_url, model="stand-in")
             run = run_agent_runtime(
-                manifest=self.manifest, runtime=runtime,
-                context=self.context(runtime.qualified_id, **extra), endpoint=endpoint,
+                manifest=self.manifest,
+                runtime=runtime,
+                context=self.context(runtime.qualified_id, **extra),
+                endpoint=endpoint,
             )
         return run, model
 
@@ -174,7 +185,11 @@ class Session:
 
 
 def call(name: str, args: dict | str, id: str = "tc") -> dict:
-    return {"id": id, "name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}
+    return {
+        "id": id,
+        "name": name,
+        "arguments": args if isinstance(args, str) else json.dumps(args),
+    }
 
 
 def tool_messages(request: dict) -> list[str]:

@@ -25,21 +25,31 @@ def execute(name: str, args: dict) -> ToolOutcome:
 def go(replies, rt, tools=(SAVE, LOOK), **kw):
     with StandInModel(replies, exhausted_status=400) as model:
         endpoint = Endpoint(slot="plugin", base_url=model.base_url, model="stand-in")
-        run = run_agent(runtime=rt, endpoint=endpoint, messages=PROMPT, tools=list(tools),
-                        execute=kw.pop("execute", execute), **kw)
+        run = run_agent(
+            runtime=rt,
+            endpoint=endpoint,
+            messages=PROMPT,
+            tools=list(tools),
+            execute=kw.pop("execute", execute),
+            **kw,
+        )
     return run, model
 
 
 def test_a_named_tool_choice_is_sent_as_that_function():
-    run, model = go([{"toolCalls": [call("look", {})]}, {"content": "Seen."}],
-                    {"agent": {"toolChoice": {"name": "look"}}})
+    run, model = go(
+        [{"toolCalls": [call("look", {})]}, {"content": "Seen."}],
+        {"agent": {"toolChoice": {"name": "look"}}},
+    )
     assert model.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "look"}}
     assert run.status == "success"
 
 
 def test_after_tools_completes_after_a_listed_tool_with_its_result():
-    run, model = go([{"toolCalls": [call("look", {}, "a"), call("save-note", {}, "b")]}],
-                    {"agent": {"completion": {"afterTools": ["save-note"]}}})
+    run, model = go(
+        [{"toolCalls": [call("look", {}, "a"), call("save-note", {}, "b")]}],
+        {"agent": {"completion": {"afterTools": ["save-note"]}}},
+    )
     assert run.status == "success" and run.output == {"did": "save-note"}
     assert len(model.requests) == 1
 
@@ -58,9 +68,11 @@ def test_the_deadline_reserve_asks_for_the_answer_with_tools_off():
 
 def test_a_finalizer_answer_that_breaks_the_schema_reports_output_invalid():
     schema = {"type": "object", "required": ["mood"]}
-    run, _ = go([{"toolCalls": [call("look", {})]}, {"content": "not json"}],
-                {"agent": {"loop": {"maxSteps": 1, "corrections": {"outputRepair": 0}}}},
-                output_schema=schema)
+    run, _ = go(
+        [{"toolCalls": [call("look", {})]}, {"content": "not json"}],
+        {"agent": {"loop": {"maxSteps": 1, "corrections": {"outputRepair": 0}}}},
+        output_schema=schema,
+    )
     assert run.status == "failed" and run.code == "output-invalid"
 
 
@@ -72,11 +84,16 @@ def test_a_deferred_tool_cannot_be_called_before_it_is_loaded():
         return ToolOutcome(True, {"did": name})
 
     run, model = go(
-        [{"toolCalls": [call("save-note", {}, "a")]},
-         {"toolCalls": [call("load-tools", {"names": ["save-note"]}, "b")]},
-         {"toolCalls": [call("save-note", {}, "c")]},
-         {"content": "Saved."}],
-        {"agent": {}}, tools=(LOOK,), deferred=[SAVE], execute=record,
+        [
+            {"toolCalls": [call("save-note", {}, "a")]},
+            {"toolCalls": [call("load-tools", {"names": ["save-note"]}, "b")]},
+            {"toolCalls": [call("save-note", {}, "c")]},
+            {"content": "Saved."},
+        ],
+        {"agent": {}},
+        tools=(LOOK,),
+        deferred=[SAVE],
+        execute=record,
     )
     assert run.status == "success" and calls == ["save-note"]  # only the call after loading ran
     assert [t["function"]["name"] for t in model.requests[0]["tools"]] == ["look", "load-tools"]

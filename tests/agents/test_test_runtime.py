@@ -19,14 +19,19 @@ AGENT_PACKAGES = ["notebook", "chronicle", "inventory", "affinity", "story-agent
 def manage(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "manage.py", "test_runtime", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
     )
 
 
 def write_cases(package: Path, cases: list[dict]) -> None:
     (package / "tests").mkdir(exist_ok=True)
-    (package / "tests" / "runtime-cases.json").write_text(json.dumps({"cases": cases}), encoding="utf-8")
+    (package / "tests" / "runtime-cases.json").write_text(
+        json.dumps({"cases": cases}), encoding="utf-8"
+    )
 
 
 @pytest.mark.parametrize("package", AGENT_PACKAGES)
@@ -35,15 +40,28 @@ def test_every_bundled_agent_package_ships_cases_that_pass(package: str):
     assert code == 0, json.dumps(report, indent=2)
     assert report["status"] == "ok" and report["mode"] == "mock" and report["pluginId"] == package
     assert report["cases"] and all(c["status"] == "passed" for c in report["cases"])
-    assert {"runtimeResults", "pluginData", "events", "llmCalls"} <= set(report["cases"][0]["result"])
+    assert {"runtimeResults", "pluginData", "events", "llmCalls"} <= set(
+        report["cases"][0]["result"]
+    )
 
 
 def test_the_saved_data_and_the_model_calls_are_in_the_result():
-    code, report, _ = run_command(str(PLUGINS / "notebook"), "--case", "saves-one-fact-from-the-narrative")
-    assert code == 0 and [c["name"] for c in report["cases"]] == ["saves-one-fact-from-the-narrative"]
+    code, report, _ = run_command(
+        str(PLUGINS / "notebook"), "--case", "saves-one-fact-from-the-narrative"
+    )
+    assert code == 0 and [c["name"] for c in report["cases"]] == [
+        "saves-one-fact-from-the-narrative"
+    ]
     result = report["cases"][0]["result"]
-    assert result["pluginData"]["notes"] == [{"key": "north-gate-locked", "value": {
-        "id": "north-gate-locked", "text": "The north gate is barred from the inside after dusk."}}]
+    assert result["pluginData"]["notes"] == [
+        {
+            "key": "north-gate-locked",
+            "value": {
+                "id": "north-gate-locked",
+                "text": "The north gate is barred from the inside after dusk.",
+            },
+        }
+    ]
     assert [r["runtimeId"] for r in result["runtimeResults"]] == ["narrator", "notebook"]
     assert result["llmCalls"][0]["toolCalls"][0]["name"] == "save-note"
 
@@ -59,8 +77,10 @@ def test_a_broken_case_exits_1_and_names_the_failing_case(tmp_path: Path):
     report = json.loads(done.stdout)
     assert report["status"] == "failed"
     verdicts = {c["name"]: c["status"] for c in report["cases"]}
-    assert verdicts == {"saves-one-fact-from-the-narrative": "passed",
-                        "a-bad-note-id-is-rejected-and-the-run-fails": "failed"}
+    assert verdicts == {
+        "saves-one-fact-from-the-narrative": "passed",
+        "a-bad-note-id-is-rejected-and-the-run-fails": "failed",
+    }
     failing = report["cases"][1]["result"]["failures"][0]
     assert failing.startswith("runtime notebook ended failed, expected success")
     assert "failed cases: a-bad-note-id-is-rejected-and-the-run-fails" in done.stderr
@@ -80,15 +100,21 @@ def test_bad_arguments_exit_2(tmp_path: Path):
 @pytest.mark.parametrize(
     ("cases", "message"),
     [
-        ([{"name": "a", "llmResponses": [{"toolCalls": [{"arguments": "{}"}]}]}],
-         "/cases/0/llmResponses/0/toolCalls/0/name is required"),
-        ([{"name": "a", "expect": {"runtimeResults": [{"runtimeId": "x", "status": "ok"}]}}],
-         "/cases/0/expect/runtimeResults/0/status must be one of failed, skipped, success"),
+        (
+            [{"name": "a", "llmResponses": [{"toolCalls": [{"arguments": "{}"}]}]}],
+            "/cases/0/llmResponses/0/toolCalls/0/name is required",
+        ),
+        (
+            [{"name": "a", "expect": {"runtimeResults": [{"runtimeId": "x", "status": "ok"}]}}],
+            "/cases/0/expect/runtimeResults/0/status must be one of failed, skipped, success",
+        ),
         ([{"name": "a"}, {"name": "a"}], "/cases/1/name repeats the case name 'a'"),
         ([{"name": "a", "expects": {}}], "/cases/0/expects is not a known field"),
     ],
 )
-def test_a_malformed_cases_file_names_the_file_the_path_and_the_rule(tmp_path: Path, cases, message):
+def test_a_malformed_cases_file_names_the_file_the_path_and_the_rule(
+    tmp_path: Path, cases, message
+):
     package = tmp_path / "notebook"
     shutil.copytree(PLUGINS / "notebook", package)
     write_cases(package, cases)
@@ -101,12 +127,21 @@ def test_a_malformed_cases_file_names_the_file_the_path_and_the_rule(tmp_path: P
 def test_an_rpc_action_prints_the_unsupported_notice_and_is_not_an_error(tmp_path: Path):
     package = tmp_path / "notebook"
     shutil.copytree(PLUGINS / "notebook", package)
-    write_cases(package, [
-        {"name": "by-command", "message": "/note gate"},
-        {"name": "by-rpc", "rpc": {"action": "inspect-note", "payload": {}}, "message": "I look.",
-         "llmResponses": [{"toolCalls": [call("save-note", {"id": "look", "text": "A look."})]}],
-         "expect": {"runtimeResults": [{"runtimeId": "notebook", "status": "success"}]}},
-    ])
+    write_cases(
+        package,
+        [
+            {"name": "by-command", "message": "/note gate"},
+            {
+                "name": "by-rpc",
+                "rpc": {"action": "inspect-note", "payload": {}},
+                "message": "I look.",
+                "llmResponses": [
+                    {"toolCalls": [call("save-note", {"id": "look", "text": "A look."})]}
+                ],
+                "expect": {"runtimeResults": [{"runtimeId": "notebook", "status": "success"}]},
+            },
+        ],
+    )
     done = manage(str(package), "--pretty")
     assert done.returncode == 0, done.stdout
     notice = "Unsupported rpc: notebook/inspect-note. Verify with the server."
@@ -116,25 +151,65 @@ def test_an_rpc_action_prints_the_unsupported_notice_and_is_not_an_error(tmp_pat
 
 def test_events_plugin_data_values_and_error_text_are_checked(tmp_path: Path):
     package = write_toolbox(tmp_path)
-    write_cases(package, [
-        {"name": "rings-and-tells", "message": "I ring.",
-         "llmResponses": [
-             {"toolCalls": [call("ring", {"times": 2}, "a"),
-                            call("emit-event", {"topic": "toolbox.rang", "payload": {"times": 2}}, "b")]},
-             {"content": "Rung twice."}],
-         "expect": {"runtimeResults": [{"runtimeId": "toolbox", "status": "success"}],
-                    "pluginData": [{"namespace": "counters", "key": "rings", "equals": 2},
-                                   {"namespace": "cards", "key": "bell", "status": "absent"}],
-                    "events": [{"topic": "toolbox.rang", "payload": {"times": 2}, "count": 1}]}},
-        {"name": "wrong-expectations", "message": "I ring.",
-         "llmResponses": [{"toolCalls": [call("ring", {"times": 3}, "a")]}, {"content": "No."}],
-         "expect": {"runtimeResults": [{"runtimeId": "toolbox", "status": "success", "errorIncludes": "loud"}],
+    write_cases(
+        package,
+        [
+            {
+                "name": "rings-and-tells",
+                "message": "I ring.",
+                "llmResponses": [
+                    {
+                        "toolCalls": [
+                            call("ring", {"times": 2}, "a"),
+                            call(
+                                "emit-event",
+                                {"topic": "toolbox.rang", "payload": {"times": 2}},
+                                "b",
+                            ),
+                        ]
+                    },
+                    {"content": "Rung twice."},
+                ],
+                "expect": {
+                    "runtimeResults": [{"runtimeId": "toolbox", "status": "success"}],
+                    "pluginData": [
+                        {"namespace": "counters", "key": "rings", "equals": 2},
+                        {"namespace": "cards", "key": "bell", "status": "absent"},
+                    ],
+                    "events": [{"topic": "toolbox.rang", "payload": {"times": 2}, "count": 1}],
+                },
+            },
+            {
+                "name": "wrong-expectations",
+                "message": "I ring.",
+                "llmResponses": [
+                    {"toolCalls": [call("ring", {"times": 3}, "a")]},
+                    {"content": "No."},
+                ],
+                "expect": {
+                    "runtimeResults": [
+                        {"runtimeId": "toolbox", "status": "success", "errorIncludes": "loud"}
+                    ],
                     "pluginData": [{"namespace": "counters", "key": "rings"}],
-                    "events": [{"topic": "toolbox.rang"}]}},
-        {"name": "the-script-runs-out", "message": "I ring.", "llmResponses": [],
-         "expect": {"runtimeResults": [{"runtimeId": "toolbox", "status": "failed",
-                                        "errorIncludes": "no scripted reply left"}]}},
-    ])
+                    "events": [{"topic": "toolbox.rang"}],
+                },
+            },
+            {
+                "name": "the-script-runs-out",
+                "message": "I ring.",
+                "llmResponses": [],
+                "expect": {
+                    "runtimeResults": [
+                        {
+                            "runtimeId": "toolbox",
+                            "status": "failed",
+                            "errorIncludes": "no scripted reply left",
+                        }
+                    ]
+                },
+            },
+        ],
+    )
     code, report, err = run_command(str(package))
     assert code == 1
     first, second, third = report["cases"]
@@ -158,4 +233,7 @@ def test_a_package_that_does_not_load_fails_every_case_with_the_loaders_errors(t
     code, report, _ = run_command(str(package))
     assert code == 1 and report["status"] == "failed"
     failures = report["cases"][0]["result"]["failures"]
-    assert failures and all(f.startswith("the package does not load: PLUGIN.md:/runtime/agent/finishWith") for f in failures)
+    assert failures and all(
+        f.startswith("the package does not load: PLUGIN.md:/runtime/agent/finishWith")
+        for f in failures
+    )

@@ -1,4 +1,5 @@
 """Fixtures for the plugin host: a real Node process, and small packages written to tmp_path."""
+
 from __future__ import annotations
 
 import textwrap
@@ -45,13 +46,17 @@ def make_package(tmp_path: Path) -> MakePackage:
     """Write a package (PLUGIN.md frontmatter + files) and return its validated Manifest."""
     counter = {"n": 0}
 
-    def make(frontmatter: str, files: dict[str, str], *, name: str | None = None, body: str = "Prompt.\n") -> Manifest:
+    def make(
+        frontmatter: str, files: dict[str, str], *, name: str | None = None, body: str = "Prompt.\n"
+    ) -> Manifest:
         counter["n"] += 1
         package_id = name or f"pkg{counter['n']}"
         root = tmp_path / package_id
         root.mkdir()
         head = f"id: {package_id}\nversion: 0.1.0\ndescription: A test package.\n"
-        (root / "PLUGIN.md").write_text(f"---\n{head}{textwrap.dedent(frontmatter).strip()}\n---\n{body}", encoding="utf-8")
+        (root / "PLUGIN.md").write_text(
+            f"---\n{head}{textwrap.dedent(frontmatter).strip()}\n---\n{body}", encoding="utf-8"
+        )
         for rel, text in files.items():
             path = root / rel
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
 """Tools, actions, function handlers and form validators run for real in Node."""
+
 from __future__ import annotations
 
 import logging
@@ -186,14 +187,22 @@ def notes(make_package):
 
 def test_a_tool_returns_the_envelope_with_model_view_and_proposals(notes, host, callbacks):
     envelope = plugin_tool_call(
-        manifest=notes, tool="save-note", args={"id": "gate", "text": "The gate is locked."},
-        callbacks=callbacks, host=host, context={"sessionId": "s1", "turnId": "t1", "runtimeId": "notes"},
+        manifest=notes,
+        tool="save-note",
+        args={"id": "gate", "text": "The gate is locked."},
+        callbacks=callbacks,
+        host=host,
+        context={"sessionId": "s1", "turnId": "t1", "runtimeId": "notes"},
     )
     assert envelope.content == {"id": "gate"}
     assert envelope.model_view == {"summary": "Queued a note."}
     [proposal] = envelope.pending_proposals
     assert proposal["type"] == "plugin.data"
-    assert proposal["payload"] == {"namespace": "notes", "key": "gate", "value": {"id": "gate", "text": "The gate is locked."}}
+    assert proposal["payload"] == {
+        "namespace": "notes",
+        "key": "gate",
+        "value": {"id": "gate", "text": "The gate is locked."},
+    }
     assert proposal["source"] == {"pluginId": "notes", "runtimeId": "notes"}
     assert (proposal["sessionId"], proposal["turnId"]) == ("s1", "t1")
     assert proposal["id"].startswith("prop-")
@@ -203,7 +212,13 @@ def test_a_tool_returns_the_envelope_with_model_view_and_proposals(notes, host, 
 
 def test_it_refuses_tool_arguments_that_fail_the_zod_schema(notes, host, callbacks):
     with pytest.raises(ToolFailure) as caught:
-        plugin_tool_call(manifest=notes, tool="save-note", args={"id": "", "text": 5}, callbacks=callbacks, host=host)
+        plugin_tool_call(
+            manifest=notes,
+            tool="save-note",
+            args={"id": "", "text": 5},
+            callbacks=callbacks,
+            host=host,
+        )
     assert caught.value.code == "invalid_tool_arguments"
     paths = {detail["path"] for detail in caught.value.details}
     assert paths == {"id", "text"}
@@ -212,7 +227,9 @@ def test_it_refuses_tool_arguments_that_fail_the_zod_schema(notes, host, callbac
 
 def test_a_tool_error_becomes_a_coded_failure_with_its_hint(notes, host, callbacks):
     with pytest.raises(ToolFailure) as caught:
-        plugin_tool_call(manifest=notes, tool="find-note", args={"id": "nope"}, callbacks=callbacks, host=host)
+        plugin_tool_call(
+            manifest=notes, tool="find-note", args={"id": "nope"}, callbacks=callbacks, host=host
+        )
     assert caught.value.code == "tool_error"
     assert caught.value.tool_code == "not-found"
     assert caught.value.hint == "Check the name."
@@ -222,20 +239,37 @@ def test_a_tool_error_becomes_a_coded_failure_with_its_hint(notes, host, callbac
 def test_a_tool_reads_through_the_store_callback(notes, host, callbacks):
     callbacks.data[("notes", "notes")] = {"gate": {"id": "gate", "text": "Locked at dusk"}}
     envelope = plugin_tool_call(
-        manifest=notes, tool="find-note", args={"id": "gate"}, callbacks=callbacks, host=host, context={"seed": "s"}
+        manifest=notes,
+        tool="find-note",
+        args={"id": "gate"},
+        callbacks=callbacks,
+        host=host,
+        context={"seed": "s"},
     )
     assert envelope.content["text"] == "Locked at dusk"
     assert envelope.content["ref"].startswith("note-locked-at-dusk-")
     again = plugin_tool_call(
-        manifest=notes, tool="find-note", args={"id": "gate"}, callbacks=callbacks, host=host, context={"seed": "s"}
+        manifest=notes,
+        tool="find-note",
+        args={"id": "gate"},
+        callbacks=callbacks,
+        host=host,
+        context={"seed": "s"},
     )
-    assert again.content["ref"] == envelope.content["ref"]  # shortId with context.random is reproducible
-    assert ("plugin_data_get", {"package": "notes", "namespace": "notes", "key": "gate"}) in callbacks.calls
+    assert (
+        again.content["ref"] == envelope.content["ref"]
+    )  # shortId with context.random is reproducible
+    assert (
+        "plugin_data_get",
+        {"package": "notes", "namespace": "notes", "key": "gate"},
+    ) in callbacks.calls
 
 
 def test_an_rpc_action_reads_and_writes_at_once(notes, host, callbacks):
     callbacks.data[("notes", "notes")] = {"a": {"id": "a"}, "b": {"id": "b"}}
-    value = plugin_rpc_call(manifest=notes, action="inspect-note", payload={}, callbacks=callbacks, host=host)
+    value = plugin_rpc_call(
+        manifest=notes, action="inspect-note", payload={}, callbacks=callbacks, host=host
+    )
     assert value == {"ok": True, "data": [{"id": "a"}, {"id": "b"}]}
     assert callbacks.data[("notes", "notes")]["seen"] == {"count": 2}
 
@@ -246,7 +280,9 @@ def test_an_rpc_action_past_its_limit_is_aborted_and_later_store_calls_are_refus
     caplog.set_level(logging.INFO, logger="covel.plugins")
     started = time.monotonic()
     with pytest.raises(PluginTimeout) as caught:
-        plugin_rpc_call(manifest=notes, action="slow", payload=None, callbacks=callbacks, host=host, timeout=0.3)
+        plugin_rpc_call(
+            manifest=notes, action="slow", payload=None, callbacks=callbacks, host=host, timeout=0.3
+        )
     assert time.monotonic() - started < 2.0
     assert caught.value.code == "plugin_timeout"
     deadline = time.monotonic() + 3
@@ -266,15 +302,25 @@ def test_the_rpc_limit_defaults_to_the_setting(notes, host, callbacks, settings)
 
 def test_a_function_handler_gets_the_specs_ctx(notes, host, callbacks):
     world = {
-        "characters": [{"id": "c1", "name": "Ana", "type": "player"}, {"id": "c2", "name": "Bo", "type": "player"}],
+        "characters": [
+            {"id": "c1", "name": "Ana", "type": "player"},
+            {"id": "c2", "name": "Bo", "type": "player"},
+        ],
         "seats": [{"id": "seat-1", "primary": True, "currentCharacterId": "c1"}],
     }
     result = plugin_function_call(
-        manifest=notes, runtime="notes", callbacks=callbacks, host=host,
+        manifest=notes,
+        runtime="notes",
+        callbacks=callbacks,
+        host=host,
         context={
             "inputs": {"narrative": {"value": "The north gate is locked at dusk."}},
-            "playerMessage": "I knock.", "playerActions": [{"seat": "seat-1", "actorId": "c2", "text": "knock"}],
-            "world": world, "locale": "en", "sourceTurnId": "turn-7", "userSettings": {"sides": 6},
+            "playerMessage": "I knock.",
+            "playerActions": [{"seat": "seat-1", "actorId": "c2", "text": "knock"}],
+            "world": world,
+            "locale": "en",
+            "sourceTurnId": "turn-7",
+            "userSettings": {"sides": 6},
         },
     )
     assert result.outcome == "success"
@@ -282,20 +328,34 @@ def test_a_function_handler_gets_the_specs_ctx(notes, host, callbacks):
     assert value["words"] == 7
     assert value["player"] == "Bo"  # the action's actor wins over the seat's current character
     assert value["message"] == "I knock."
-    assert (value["locale"], value["sourceTurnId"], value["settings"]) == ("en", "turn-7", {"sides": 6})
+    assert (value["locale"], value["sourceTurnId"], value["settings"]) == (
+        "en",
+        "turn-7",
+        {"sides": 6},
+    )
     assert value["session"]["phase"] == "play"
     # Without an actor, the primary seat's current character is the one the player acts as.
     alone = plugin_function_call(
-        manifest=notes, runtime="notes", callbacks=callbacks, host=host, context={"world": world, "playerActions": []}
+        manifest=notes,
+        runtime="notes",
+        callbacks=callbacks,
+        host=host,
+        context={"world": world, "playerActions": []},
     )
     assert alone.result["value"]["player"] == "Ana"
 
 
-def test_plugin_data_reads_see_earlier_writes_and_writes_come_back_as_operations(notes, host, callbacks):
+def test_plugin_data_reads_see_earlier_writes_and_writes_come_back_as_operations(
+    notes, host, callbacks
+):
     callbacks.data[("notes", "wallet")] = {"gold": 2}
     callbacks.data[("notes", "notes")] = {"old": {"id": "old"}}
     result = plugin_function_call(
-        manifest=notes, runtime="notes", callbacks=callbacks, host=host, context={"manualPayload": {"mode": "data"}}
+        manifest=notes,
+        runtime="notes",
+        callbacks=callbacks,
+        host=host,
+        context={"manualPayload": {"mode": "data"}},
     )
     value = result.result["value"]
     assert value["before"] == 2
@@ -304,8 +364,18 @@ def test_plugin_data_reads_see_earlier_writes_and_writes_come_back_as_operations
     assert value["listed"] == ["fresh", "old"]
     assert result.operations == [
         {"kind": "set", "namespace": "wallet", "key": "gold", "value": 10},
-        {"kind": "update", "namespace": "wallet", "key": "gold", "ops": [{"op": "inc", "by": -3, "min": 0}]},
-        {"kind": "set", "namespace": "notes", "key": "fresh", "value": {"id": "fresh", "text": "new"}},
+        {
+            "kind": "update",
+            "namespace": "wallet",
+            "key": "gold",
+            "ops": [{"op": "inc", "by": -3, "min": 0}],
+        },
+        {
+            "kind": "set",
+            "namespace": "notes",
+            "key": "fresh",
+            "value": {"id": "fresh", "text": "new"},
+        },
     ]
     # Python, not the host, saves: the stored data is untouched.
     assert callbacks.data[("notes", "wallet")] == {"gold": 2}
@@ -314,7 +384,10 @@ def test_plugin_data_reads_see_earlier_writes_and_writes_come_back_as_operations
 def test_ctx_random_is_reproducible_for_a_seed(notes, host, callbacks):
     def draw(seed: str) -> list:
         return plugin_function_call(
-            manifest=notes, runtime="notes", callbacks=callbacks, host=host,
+            manifest=notes,
+            runtime="notes",
+            callbacks=callbacks,
+            host=host,
             context={"manualPayload": {"mode": "random"}, "seed": seed},
         ).result["value"]
 
@@ -325,16 +398,24 @@ def test_ctx_random_is_reproducible_for_a_seed(notes, host, callbacks):
 
 
 def test_ctx_tools_call_is_limited_to_the_runtimes_tools(notes, host):
-    callbacks = InMemoryCallbacks(tools={"get-character": lambda args: {"id": args["id"], "name": "Ana"}})
+    callbacks = InMemoryCallbacks(
+        tools={"get-character": lambda args: {"id": args["id"], "name": "Ana"}}
+    )
     result = plugin_function_call(
-        manifest=notes, runtime="notes", callbacks=callbacks, host=host,
+        manifest=notes,
+        runtime="notes",
+        callbacks=callbacks,
+        host=host,
         context={"manualPayload": {"mode": "tools"}, "sessionId": "s", "turnId": "t"},
     )
     value = result.result["value"]
     assert value["saved"] == {"id": "k"}  # full content, not the model view
     assert value["character"] == {"id": "c1", "name": "Ana"}
     assert value["failure"] == {
-        "name": "ToolError", "code": "not-found", "hint": "Check the name.", "message": "The requested note was not found."
+        "name": "ToolError",
+        "code": "not-found",
+        "hint": "Check the name.",
+        "message": "The requested note was not found.",
     }
     assert "not listed in function.tools" in value["unavailable"]
     # The nested tool's write request travels with the function's result.
@@ -345,8 +426,14 @@ def test_a_form_validator_answers_synchronously(notes, host):
     ok = plugin_form_validate(manifest=notes, name="point-buy", values={"strength": 12}, host=host)
     assert ok.ok and ok.field_errors == []
     bad = plugin_form_validate(
-        manifest=notes, name="point-buy", values={"strength": 18, "dexterity": 16}, host=host,
-        context={"locale": "fr", "messages": {"translations": {"Strength is at most 15.": "La force est au plus 15."}}},
+        manifest=notes,
+        name="point-buy",
+        values={"strength": 18, "dexterity": 16},
+        host=host,
+        context={
+            "locale": "fr",
+            "messages": {"translations": {"Strength is at most 15.": "La force est au plus 15."}},
+        },
     )
     assert not bad.ok
     assert bad.field_errors == [
@@ -365,19 +452,40 @@ def test_it_refuses_an_asynchronous_form_validator(notes, host):
 
 def test_read_turn_messages_pages_with_a_cursor_and_caps_the_limit(notes, host, caplog):
     caplog.set_level(logging.INFO, logger="covel.plugins")
-    messages = [{"id": f"m{i}", "turnId": f"t{i}", "role": "player", "content": f"line {i}", "compacted": i < 2} for i in range(5)]
+    messages = [
+        {
+            "id": f"m{i}",
+            "turnId": f"t{i}",
+            "role": "player",
+            "content": f"line {i}",
+            "compacted": i < 2,
+        }
+        for i in range(5)
+    ]
     callbacks = InMemoryCallbacks(messages=messages)
     result = plugin_function_call(
-        manifest=notes, runtime="notes", callbacks=callbacks, host=host, context={"manualPayload": {"mode": "messages"}}
+        manifest=notes,
+        runtime="notes",
+        callbacks=callbacks,
+        host=host,
+        context={"manualPayload": {"mode": "messages"}},
     )
     assert result.result["value"] == {"seen": [f"line {i}" for i in range(5)], "cursor": "m4"}
-    limits = [kwargs["limit"] for name, kwargs in callbacks.calls if name == "store_read_turn_messages"]
+    limits = [
+        kwargs["limit"] for name, kwargs in callbacks.calls if name == "store_read_turn_messages"
+    ]
     assert limits == [2, 2, 2, 500]
-    assert "[notes/notes] paged {\"count\":5}" in caplog.text
+    assert '[notes/notes] paged {"count":5}' in caplog.text
 
 
 def test_update_operations_apply_in_order(notes, host):
-    callbacks = InMemoryCallbacks(data={("notes", "bag"): {"main": {"items": [{"id": "a", "n": 1}], "tags": ["x"], "gold": 5, "old": 1}}})
+    callbacks = InMemoryCallbacks(
+        data={
+            ("notes", "bag"): {
+                "main": {"items": [{"id": "a", "n": 1}], "tags": ["x"], "gold": 5, "old": 1}
+            }
+        }
+    )
     ops = [
         {"op": "upsertItem", "path": "/items", "value": {"id": "a", "n": 2}},
         {"op": "upsertItem", "path": "/items", "value": {"id": "b", "n": 1}},
@@ -392,30 +500,51 @@ def test_update_operations_apply_in_order(notes, host):
         {"op": "delete", "path": "/old"},
     ]
     result = plugin_function_call(
-        manifest=notes, runtime="notes", callbacks=callbacks, host=host, context={"manualPayload": {"mode": "ops", "ops": ops}}
+        manifest=notes,
+        runtime="notes",
+        callbacks=callbacks,
+        host=host,
+        context={"manualPayload": {"mode": "ops", "ops": ops}},
     )
     assert result.result["value"] == {
-        "items": [{"id": "a", "n": 2}], "tags": ["w", "y"], "gold": 7, "name": "Pack", "meta": {"owner": "Ana"}
+        "items": [{"id": "a", "n": 2}],
+        "tags": ["w", "y"],
+        "gold": 7,
+        "name": "Pack",
+        "meta": {"owner": "Ana"},
     }
     assert result.operations == [{"kind": "update", "namespace": "bag", "key": "main", "ops": ops}]
 
 
 @pytest.mark.parametrize(
     "ops",
-    [[{"op": "inc", "path": "/gold", "by": 1, "max": 5}], [{"op": "append", "path": "/gold", "value": 1}], [{"op": "frobnicate"}], []],
+    [
+        [{"op": "inc", "path": "/gold", "by": 1, "max": 5}],
+        [{"op": "append", "path": "/gold", "value": 1}],
+        [{"op": "frobnicate"}],
+        [],
+    ],
 )
 def test_failing_update_operations_throw_and_record_nothing(notes, host, ops):
     callbacks = InMemoryCallbacks(data={("notes", "bag"): {"main": {"gold": 5}}})
     with pytest.raises(PluginCallError) as caught:
         plugin_function_call(
-            manifest=notes, runtime="notes", callbacks=callbacks, host=host, context={"manualPayload": {"mode": "ops", "ops": ops}}
+            manifest=notes,
+            runtime="notes",
+            callbacks=callbacks,
+            host=host,
+            context={"manualPayload": {"mode": "ops", "ops": ops}},
         )
     assert caught.value.code == "operation_failed"
 
 
 def test_a_plugin_data_value_over_256_kib_is_refused(notes, host, callbacks):
     result = plugin_function_call(
-        manifest=notes, runtime="notes", callbacks=callbacks, host=host, context={"manualPayload": {"mode": "big"}}
+        manifest=notes,
+        runtime="notes",
+        callbacks=callbacks,
+        host=host,
+        context={"manualPayload": {"mode": "big"}},
     )
     assert result.result == {"outcome": "failed", "error": "plugin_data_too_large"}
     assert result.operations == []

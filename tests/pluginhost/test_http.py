@@ -1,4 +1,5 @@
 """covel.http is proxied to Python: the approved-only client decides, the plugin sees its verdict."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,7 +26,9 @@ export default function register(covel) {
 
 @pytest.fixture
 def fetcher(make_package):
-    return make_package("contributes:\n  tools: [fetch]\n", {"server/index.js": ENTRY}, name="fetcher")
+    return make_package(
+        "contributes:\n  tools: [fetch]\n", {"server/index.js": ENTRY}, name="fetcher"
+    )
 
 
 def test_covel_http_goes_through_the_callback(fetcher, host):
@@ -33,13 +36,27 @@ def test_covel_http_goes_through_the_callback(fetcher, host):
 
     def fake(**request):
         seen.update(request)
-        return {"status": 200, "headers": {"content-type": "application/json"}, "body": b'{"sky": "fog"}'}
+        return {
+            "status": 200,
+            "headers": {"content-type": "application/json"},
+            "body": b'{"sky": "fog"}',
+        }
 
     callbacks = InMemoryCallbacks(http=fake)
-    envelope = plugin_tool_call(manifest=fetcher, tool="fetch", args={"url": "https://api.example.org/w"}, callbacks=callbacks, host=host)
+    envelope = plugin_tool_call(
+        manifest=fetcher,
+        tool="fetch",
+        args={"url": "https://api.example.org/w"},
+        callbacks=callbacks,
+        host=host,
+    )
     assert envelope.content == {"status": 200, "ok": True, "data": {"sky": "fog"}}
     assert seen["package"] == "fetcher"
-    assert (seen["method"], seen["url"], seen["body"]) == ("POST", "https://api.example.org/w", b'{"q":"rain"}')
+    assert (seen["method"], seen["url"], seen["body"]) == (
+        "POST",
+        "https://api.example.org/w",
+        b'{"q":"rain"}',
+    )
     assert seen["headers"] == {"x-a": "1"}
 
 
@@ -47,11 +64,17 @@ def test_a_refusal_of_the_approvals_client_reaches_the_plugin_as_a_code(fetcher,
     import approvals.http
 
     def refuse(**request):
-        raise approvals.http.HttpRefused(f"covel.http refused POST {request['url']}: origin not approved")
+        raise approvals.http.HttpRefused(
+            f"covel.http refused POST {request['url']}: origin not approved"
+        )
 
     monkeypatch.setattr(approvals.http, "plugin_http_request", refuse)
     envelope = plugin_tool_call(
-        manifest=fetcher, tool="fetch", args={"url": "https://evil.example/"}, callbacks=InMemoryCallbacks(), host=host
+        manifest=fetcher,
+        tool="fetch",
+        args={"url": "https://evil.example/"},
+        callbacks=InMemoryCallbacks(),
+        host=host,
     )
     assert envelope.content["refused"] == "http_refused"
     assert "origin not approved" in envelope.content["message"]

@@ -1,4 +1,5 @@
 """Loading an entry module: registrations checked both ways, imports confined to the package."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,13 +28,16 @@ def test_a_matching_package_loads_and_reports_its_tools(make_package, host):
           wires: [img-wire]
           extensions: [prompt.segment@1/facts]
         """,
-        {"server/index.js": TOOL % """
+        {
+            "server/index.js": TOOL
+            % """
             covel.registerService({ name: "svc", contract: "demo-svc@1", access: "write", handler: async () => 1 });
             covel.on("TurnStart", async () => ({ action: "continue" }));
             covel.registerHook("PreRuntime", async () => ({ action: "continue" }), { enforce: "pre" });
             covel.registerWires({ image: [{ id: "img-wire", generate: async () => ({}) }] });
             covel.provideExtension("prompt.segment@1", "facts", { render: () => "" });
-        """},
+        """
+        },
     )
     loaded = plugin_load(manifest=manifest, host=host)
     assert [tool["name"] for tool in loaded.tools] == ["alpha"]
@@ -47,7 +51,10 @@ def test_a_matching_package_loads_and_reports_its_tools(make_package, host):
 def test_it_refuses_an_undeclared_and_a_missing_registration_naming_each(make_package, host):
     manifest = make_package(
         "contributes:\n  tools: [alpha]\n  actions: [declared-only]\n",
-        {"server/index.js": TOOL % 'covel.registerRpc("sneaky", async () => 1); covel.registerFormValidator("f", () => undefined);'},
+        {
+            "server/index.js": TOOL
+            % 'covel.registerRpc("sneaky", async () => 1); covel.registerFormValidator("f", () => undefined);'
+        },
     )
     with pytest.raises(PluginLoadError) as caught:
         plugin_load(manifest=manifest, host=host)
@@ -65,10 +72,13 @@ def test_it_refuses_an_undeclared_and_a_missing_registration_naming_each(make_pa
 def test_it_refuses_a_service_whose_access_or_model_facing_differs(make_package, host):
     manifest = make_package(
         "contributes:\n  tools: [alpha]\n  services: [demo-svc@1]\n",
-        {"server/index.js": TOOL % """
+        {
+            "server/index.js": TOOL
+            % """
             covel.registerService({ name: "svc", contract: "demo-svc@1", access: "write", modelFacing: true,
               description: "d", input: covel.toolkit.z.object({}), handler: async () => 1 });
-        """},
+        """
+        },
     )
     with pytest.raises(PluginLoadError) as caught:
         plugin_load(manifest=manifest, host=host)
@@ -80,11 +90,17 @@ def test_it_refuses_a_service_whose_access_or_model_facing_differs(make_package,
 def test_it_refuses_a_hook_registered_in_another_phase(make_package, host):
     manifest = make_package(
         "contributes:\n  tools: [alpha]\n  hooks: [TurnStart]\n",
-        {"server/index.js": TOOL % 'covel.on("TurnStart", async () => ({ action: "continue" }), { enforce: "post" });'},
+        {
+            "server/index.js": TOOL
+            % 'covel.on("TurnStart", async () => ({ action: "continue" }), { enforce: "post" });'
+        },
     )
     with pytest.raises(PluginLoadError) as caught:
         plugin_load(manifest=manifest, host=host)
-    assert {(d["name"], d["problem"]) for d in caught.value.details} == {("TurnStart:post", "undeclared"), ("TurnStart:normal", "missing")}
+    assert {(d["name"], d["problem"]) for d in caught.value.details} == {
+        ("TurnStart:post", "undeclared"),
+        ("TurnStart:normal", "missing"),
+    }
 
 
 @pytest.mark.parametrize(
@@ -98,7 +114,9 @@ def test_it_refuses_a_hook_registered_in_another_phase(make_package, host):
         ('import x from "/etc/passwd";', "/etc/passwd"),
     ],
 )
-def test_it_refuses_imports_from_outside_the_package(make_package, host, statement, specifier, tmp_path):
+def test_it_refuses_imports_from_outside_the_package(
+    make_package, host, statement, specifier, tmp_path
+):
     (tmp_path / "outside.js").write_text("export default 1;\n")
     manifest = make_package(
         "contributes:\n  tools: [alpha]\n",
@@ -114,7 +132,8 @@ def test_it_refuses_imports_from_outside_the_package(make_package, host, stateme
 def test_a_dynamic_import_of_a_builtin_is_refused_at_call_time(make_package, host, callbacks):
     manifest = make_package(
         "contributes:\n  tools: [alpha]\n",
-        {"server/index.js": """
+        {
+            "server/index.js": """
             export default function register(covel) {
               const { tool, z } = covel.toolkit;
               covel.registerTool(tool({ name: "alpha", description: "a", parameters: z.object({}),
@@ -125,9 +144,12 @@ def test_a_dynamic_import_of_a_builtin_is_refused_at_call_time(make_package, hos
                   return results;
                 } }));
             }
-        """},
+        """
+        },
     )
-    envelope = plugin_tool_call(manifest=manifest, tool="alpha", args={}, callbacks=callbacks, host=host)
+    envelope = plugin_tool_call(
+        manifest=manifest, tool="alpha", args={}, callbacks=callbacks, host=host
+    )
     assert envelope.content == ["plugin_import_refused", "plugin_import_refused"]
 
 
@@ -152,14 +174,23 @@ def test_imports_inside_the_package_and_the_provided_modules_resolve(make_packag
             """,
         },
     )
-    envelope = plugin_tool_call(manifest=manifest, tool="alpha", args={"n": 21}, callbacks=callbacks, host=host)
-    assert envelope.content == {"n": 42, "t": "Salut Ana", "seats": ["c1", "c9"], "kind": "function"}
+    envelope = plugin_tool_call(
+        manifest=manifest, tool="alpha", args={"n": 21}, callbacks=callbacks, host=host
+    )
+    assert envelope.content == {
+        "n": 42,
+        "t": "Salut Ana",
+        "seats": ["c1", "c9"],
+        "kind": "function",
+    }
 
 
 def test_a_throwing_entry_factory_fails_the_load(make_package, host):
     manifest = make_package(
         "contributes:\n  tools: [alpha]\n",
-        {"server/index.js": 'export default function register() { throw new Error("boom in factory"); }\n'},
+        {
+            "server/index.js": 'export default function register() { throw new Error("boom in factory"); }\n'
+        },
     )
     with pytest.raises(PluginLoadError) as caught:
         plugin_load(manifest=manifest, host=host)
@@ -170,7 +201,8 @@ def test_a_throwing_entry_factory_fails_the_load(make_package, host):
 def test_registering_after_the_factory_returned_is_refused(make_package, host, callbacks, caplog):
     manifest = make_package(
         "contributes:\n  tools: [alpha]\n",
-        {"server/index.js": """
+        {
+            "server/index.js": """
             let late;
             export default function register(covel) {
               late = covel;
@@ -179,9 +211,12 @@ def test_registering_after_the_factory_returned_is_refused(make_package, host, c
                 try { late.registerRpc("late", async () => 1); return "registered"; } catch (e) { return e.code; }
               } }));
             }
-        """},
+        """
+        },
     )
-    envelope = plugin_tool_call(manifest=manifest, tool="alpha", args={}, callbacks=callbacks, host=host)
+    envelope = plugin_tool_call(
+        manifest=manifest, tool="alpha", args={}, callbacks=callbacks, host=host
+    )
     assert envelope.content == "registration_closed"
 
 
@@ -189,7 +224,10 @@ def test_a_host_starts_afresh_after_many_loads(make_package, fresh_host, monkeyp
     import pluginhost.services as services
 
     monkeypatch.setattr(services, "MAX_LOADS_PER_HOST", 2)
-    manifests = [make_package("contributes:\n  tools: [alpha]\n", {"server/index.js": TOOL % ""}) for _ in range(3)]
+    manifests = [
+        make_package("contributes:\n  tools: [alpha]\n", {"server/index.js": TOOL % ""})
+        for _ in range(3)
+    ]
     pid = fresh_host.pid
     plugin_load(manifest=manifests[0], host=fresh_host)
     plugin_load(manifest=manifests[1], host=fresh_host)

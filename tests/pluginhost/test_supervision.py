@@ -1,4 +1,5 @@
 """The host is supervised: hung or crashed hosts are replaced, plugin output stays out of the protocol."""
+
 from __future__ import annotations
 
 import logging
@@ -42,7 +43,9 @@ export default function register(covel) {
 @pytest.fixture
 def bad(make_package):
     return make_package(
-        "contributes:\n  tools: [spin, wait, exit, hog, noisy, ok]\n", {"server/index.js": MISBEHAVING}, name="bad"
+        "contributes:\n  tools: [spin, wait, exit, hog, noisy, ok]\n",
+        {"server/index.js": MISBEHAVING},
+        name="bad",
     )
 
 
@@ -50,12 +53,19 @@ def test_a_hung_host_is_killed_and_restarted(bad, fresh_host, callbacks):
     pid = fresh_host.pid
     started = time.monotonic()
     with pytest.raises(PluginTimeout) as caught:
-        plugin_tool_call(manifest=bad, tool="spin", args={}, callbacks=callbacks, host=fresh_host, timeout=0.3)
+        plugin_tool_call(
+            manifest=bad, tool="spin", args={}, callbacks=callbacks, host=fresh_host, timeout=0.3
+        )
     assert time.monotonic() - started < 3
     assert caught.value.details == {"killed": True}
     assert "will restart" in caught.value.message
     # The next call starts a new process, reloads the package and works.
-    assert plugin_tool_call(manifest=bad, tool="ok", args={}, callbacks=callbacks, host=fresh_host).content == "fine"
+    assert (
+        plugin_tool_call(
+            manifest=bad, tool="ok", args={}, callbacks=callbacks, host=fresh_host
+        ).content
+        == "fine"
+    )
     assert fresh_host.pid != pid
     assert fresh_host.restarts >= 1
 
@@ -64,7 +74,9 @@ def test_an_async_timeout_is_answered_by_the_host_without_a_restart(bad, fresh_h
     plugin_tool_call(manifest=bad, tool="ok", args={}, callbacks=callbacks, host=fresh_host)
     pid = fresh_host.pid
     with pytest.raises(PluginTimeout) as caught:
-        plugin_tool_call(manifest=bad, tool="wait", args={}, callbacks=callbacks, host=fresh_host, timeout=0.2)
+        plugin_tool_call(
+            manifest=bad, tool="wait", args={}, callbacks=callbacks, host=fresh_host, timeout=0.2
+        )
     assert caught.value.details is None
     assert fresh_host.pid == pid
 
@@ -74,18 +86,31 @@ def test_a_crashed_host_fails_the_call_in_flight_and_restarts(bad, fresh_host, c
     pid = fresh_host.pid
     threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
     with pytest.raises(HostCrashed) as caught:
-        plugin_tool_call(manifest=bad, tool="wait", args={}, callbacks=callbacks, host=fresh_host, timeout=10)
+        plugin_tool_call(
+            manifest=bad, tool="wait", args={}, callbacks=callbacks, host=fresh_host, timeout=10
+        )
     assert caught.value.code == "host_crashed"
     assert "exited (code -9)" in caught.value.message
-    assert plugin_tool_call(manifest=bad, tool="ok", args={}, callbacks=callbacks, host=fresh_host).content == "fine"
+    assert (
+        plugin_tool_call(
+            manifest=bad, tool="ok", args={}, callbacks=callbacks, host=fresh_host
+        ).content
+        == "fine"
+    )
     assert fresh_host.pid != pid
 
 
 def test_plugins_cannot_end_the_shared_process_or_reach_native_code(bad, host, callbacks):
-    refused = plugin_tool_call(manifest=bad, tool="exit", args={}, callbacks=callbacks, host=host).content
+    refused = plugin_tool_call(
+        manifest=bad, tool="exit", args={}, callbacks=callbacks, host=host
+    ).content
     assert refused == [
-        "exit: host_capability_refused", "abort: host_capability_refused", "kill: host_capability_refused",
-        "reallyExit: host_capability_refused", "binding: plugin_import_refused", "dlopen: plugin_import_refused",
+        "exit: host_capability_refused",
+        "abort: host_capability_refused",
+        "kill: host_capability_refused",
+        "reallyExit: host_capability_refused",
+        "binding: plugin_import_refused",
+        "dlopen: plugin_import_refused",
         "chdir: host_capability_refused",
     ]
     assert host.echo("still here") == "still here"
@@ -95,16 +120,25 @@ def test_plugins_cannot_end_the_shared_process_or_reach_native_code(bad, host, c
 def test_a_host_over_its_memory_cap_dies_and_restarts(bad, fresh_host, callbacks):
     assert fresh_host.memory_mb == 64
     with pytest.raises(HostCrashed) as caught:
-        plugin_tool_call(manifest=bad, tool="hog", args={}, callbacks=callbacks, host=fresh_host, timeout=20)
+        plugin_tool_call(
+            manifest=bad, tool="hog", args={}, callbacks=callbacks, host=fresh_host, timeout=20
+        )
     assert "the Node plugin host exited" in caught.value.message
-    assert plugin_tool_call(manifest=bad, tool="ok", args={}, callbacks=callbacks, host=fresh_host).content == "fine"
+    assert (
+        plugin_tool_call(
+            manifest=bad, tool="ok", args={}, callbacks=callbacks, host=fresh_host
+        ).content
+        == "fine"
+    )
 
 
 def test_plugin_output_goes_to_the_plugin_log_never_into_the_protocol(bad, host, callbacks, caplog):
     caplog.set_level(logging.INFO, logger="covel.plugins")
     big = "x" * 300_000  # several pipe buffers, both ways
     for _ in range(3):
-        envelope = plugin_tool_call(manifest=bad, tool="noisy", args={"big": big}, callbacks=callbacks, host=host)
+        envelope = plugin_tool_call(
+            manifest=bad, tool="noisy", args={"big": big}, callbacks=callbacks, host=host
+        )
         assert envelope.content == {"echoed": 300_000}
     deadline = time.monotonic() + 3
     while "raw stderr line" not in caplog.text and time.monotonic() < deadline:

@@ -4,6 +4,7 @@ Runs the package's entry factory (no handler runs, host capabilities refused) an
 registration lists into contributes of the root PLUGIN.md. Exit codes: 0 in sync or written,
 1 drift under --check or an extraction error, 2 invalid arguments.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", help="the package folder (the one holding PLUGIN.md)")
-        parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when declarations drift")
-        parser.add_argument("--json", action="store_true", help='print {"extracted": ..., "drift": ...}')
+        parser.add_argument(
+            "--check", action="store_true", help="write nothing; exit 1 when declarations drift"
+        )
+        parser.add_argument(
+            "--json", action="store_true", help='print {"extracted": ..., "drift": ...}'
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         root = Path(options["path"]).expanduser()
