@@ -178,7 +178,7 @@ def _session_and_package(
     from django.utils import timezone
 
     from catalogue.models import Package
-    from config.sql import Table
+    from core.sql import Table
     from sessions.models import Session
 
     s, p = Table(Session, alias="s"), Table(Package, alias="p")

@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from config.sql import Table, insert, read_by_pk
+from core.sql import Table, insert, read_by_pk
 from jobs import notify
 from jobs.errors import (
     InvalidTransition,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from config.sql import read_by_pk
+from core.sql import read_by_pk
 from jobs.runners import JobContext, RunResult
 from sessions import selectors
 from sessions.models import Session, Turn
@@ -47,7 +47,7 @@ def _first_attempt_id(job: Any) -> str:
 
 
 def _session(session_id: Any) -> Session:
-    # Plain reads (config/sql.py): compiling a Session query with its world cost more than a
+    # Plain reads (core/sql.py): compiling a Session query with its world cost more than a
     # trivial runtime's whole run.
     session = read_by_pk(Session, session_id)
     if session is None:

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
-from config.sql import Table
+from core.sql import Table
 from sessions.models import (
     Interaction,
     PluginData,
@@ -80,7 +80,7 @@ def installed_manifests() -> dict[str, Manifest]:
 
 
 def _loaded_package_rows() -> list[tuple[str, str, str]]:
-    # Plain SQL (config/sql.py): every job asks, and compiling the query costs more than running it.
+    # Plain SQL (core/sql.py): every job asks, and compiling the query costs more than running it.
     packages = Table(Package)
     col = packages.col
     sql = (

@@ -19,7 +19,7 @@ from django.utils import timezone
 from approvals.selectors import packages_usability
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
-from config.sql import Table
+from core.sql import Table
 from pluginhost.errors import PluginHostError
 from pluginhost.services import plugin_form_validate, plugin_rpc_call
 from sessions import selectors

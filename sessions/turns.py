@@ -24,7 +24,7 @@ from jsonschema import exceptions as schema_exceptions
 from jsonschema import validators
 
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
-from config.sql import insert
+from core.sql import insert
 from pluginhost.errors import CallbackRefused, PluginHostError
 from pluginhost.services import function_timeout, plugin_function_call, plugin_guard_call
 from sessions import selectors, services

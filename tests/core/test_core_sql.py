@@ -1,4 +1,4 @@
-"""config/sql.py: the hand-written reads and inserts of the job hot path give and take exactly
+"""core/sql.py: the hand-written reads and inserts of the job hot path give and take exactly
 what the ORM does, on SQLite and on PostgreSQL (the suite runs on both)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from config.sql import Table, insert, read, read_by_pk
+from core.sql import Table, insert, read, read_by_pk
 from jobs.models import RuntimeJob
 from sessions.models import Session, Turn
 from sessions.services import session_create

@@ -1,0 +1,1 @@
+"""The lowest floor: small helpers every app may use; imports no app and nothing from config/."""
