@@ -8,12 +8,12 @@ cases (agents/cases.py) both call `bind_inputs`, so the two cannot drift apart.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
+from core import pointer as json_pointer
 
 TURN_DIGEST = "turn-digest@1"
 OPERATIONS = "operations@1"
@@ -34,25 +34,12 @@ class Binding:
     dependencies: tuple[str, ...] = ()
 
 
-# RFC 6901 array index: ASCII digits, no leading zero ("01" and "１" name no item).
-_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
-
-
 def resolve_pointer(value: Any, pointer: str) -> Any:
-    """RFC 6901: the member of value at pointer; KeyError when it is not there."""
-    if pointer == "":
-        return value
-    if not pointer.startswith("/"):
-        raise KeyError(pointer)
-    for token in pointer[1:].split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(value, Mapping):
-            value = value[token]
-        elif isinstance(value, list) and _ARRAY_INDEX.fullmatch(token) and int(token) < len(value):
-            value = value[int(token)]
-        else:
-            raise KeyError(token)
-    return value
+    """RFC 6901 (core/pointer.py): the member of value at pointer; KeyError when it is not there."""
+    try:
+        return json_pointer.resolve(value, pointer)
+    except json_pointer.PointerError as exc:
+        raise KeyError(pointer) from exc
 
 
 def _output(runtime: RuntimeManifest) -> Mapping[str, Any]:

@@ -19,6 +19,7 @@ from jsonschema import exceptions as schema_exceptions
 from jsonschema import validators
 
 from catalogue.manifest.types import Manifest, thaw
+from core import pointer
 from sessions.errors import OperationError, WriteRefused
 
 MAX_VALUE_BYTES = 262144
@@ -57,21 +58,6 @@ _FIELDS: dict[str, tuple[set[str], set[str]]] = {  # op -> (required, optional)
 }
 
 
-# ----------------------------------------------------------------------------- JSON pointers
-
-
-def _tokens(pointer: str) -> list[str]:
-    if pointer == "":
-        return []
-    if not pointer.startswith("/"):
-        raise ValueError(f"{pointer!r} is not a JSON pointer: it must be empty or start with /")
-    return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
-
-
-def _pointer(tokens: Sequence[str]) -> str:
-    return "".join("/" + t.replace("~", "~0").replace("/", "~1") for t in tokens)
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -95,19 +81,20 @@ def _kind(value: Any) -> str:
 
 
 def _array_index(token: str, length: int, *, index: int, path: str) -> int:
-    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
-        raise OperationError(
-            "path-invalid", f"{token!r} is not an array index", index=index, path=path
-        )
-    position = int(token)
-    if position >= length:
-        raise OperationError(
-            "path-missing",
-            f"index {position} is past the end of an array of {length}",
-            index=index,
-            path=path,
-        )
-    return position
+    try:
+        return pointer.array_index(token, length, pointer=path)
+    except pointer.PointerError as exc:
+        # The codes the Node try-run (pluginhost/node/ops.mjs) gives for the same two rules.
+        code = "path-invalid" if exc.rule == "index-invalid" else "path-missing"
+        raise OperationError(code, exc.message, index=index, path=path) from None
+
+
+def _names_no_item(token: str, length: int, *, path: str) -> bool:
+    """True for "-" and an index past the end; a token that is no index is not "no item"."""
+    try:
+        return pointer.array_index(token, length, pointer=path, dash=True) == length
+    except pointer.PointerError as exc:
+        return exc.rule == "index-past-end"
 
 
 def _child(container: Any, token: str, *, index: int, path: str) -> Any:
@@ -147,9 +134,9 @@ def validate_op(op: Any, *, index: int = 0) -> None:
     if not isinstance(path, str):
         raise OperationError("invalid-op", "path must be a JSON pointer string", index=index)
     try:
-        _tokens(path)
-    except ValueError as exc:
-        raise OperationError("invalid-op", str(exc), index=index) from None
+        pointer.parse(path)
+    except pointer.PointerError as exc:
+        raise OperationError("invalid-op", exc.message, index=index) from None
     if kind == "inc":
         for name in ("by", "min", "max"):
             if name in op and not (_is_number(op[name]) and math.isfinite(op[name])):
@@ -329,7 +316,7 @@ def apply_op(current: Any, op: Mapping[str, Any], *, index: int = 0) -> Any:
     Never changes current: the result shares nothing with it.
     """
     validate_op(op, index=index)
-    tokens = _tokens(op.get("path", ""))
+    tokens = pointer.parse(op.get("path", ""))
     if not tokens:
         return _apply_at(current, op, index=index, path="")
     root = copy.deepcopy(current)
@@ -342,13 +329,13 @@ def apply_op(current: Any, op: Mapping[str, Any], *, index: int = 0) -> Any:
         )
     parent = root
     for depth, token in enumerate(tokens[:-1]):
-        parent = _child(parent, token, index=index, path=_pointer(tokens[: depth + 1]))
+        parent = _child(parent, token, index=index, path=pointer.format(tokens[: depth + 1]))
         if parent is MISSING:
             raise OperationError(
                 "path-missing",
                 "this member does not exist",
                 index=index,
-                path=_pointer(tokens[: depth + 1]),
+                path=pointer.format(tokens[: depth + 1]),
             )
     last = tokens[-1]
     if isinstance(parent, dict):
@@ -358,7 +345,7 @@ def apply_op(current: Any, op: Mapping[str, Any], *, index: int = 0) -> Any:
         else:
             parent[last] = new
     elif isinstance(parent, list):
-        if op["op"] == "delete" and not (last.isdigit() and int(last) < len(parent)):
+        if op["op"] == "delete" and _names_no_item(last, len(parent), path=op["path"]):
             return root  # deleting what is not there changes nothing
         position = _array_index(last, len(parent), index=index, path=op["path"])
         new = _apply_at(parent[position], op, index=index, path=op["path"])
@@ -371,7 +358,7 @@ def apply_op(current: Any, op: Mapping[str, Any], *, index: int = 0) -> Any:
             "path-missing",
             f"the path goes through {_kind(parent)}, not an object or array",
             index=index,
-            path=_pointer(tokens[:-1]),
+            path=pointer.format(tokens[:-1]),
         )
     return root
 
@@ -485,7 +472,7 @@ def check_value(
             message=f"the schema of dataset {namespace} is not a valid JSON Schema: {exc.message}",
         ) from None
     if error is not None:
-        where = _pointer([str(p) for p in error.absolute_path])
+        where = pointer.format(error.absolute_path)
         raise WriteRefused(
             plugin=plugin,
             namespace=namespace,
@@ -501,7 +488,7 @@ def check_value(
             key=key,
             code="key-mismatch",
             message=f"the record's {dataset.key} is {value.get(dataset.key)!r}, but it is stored under key {key!r}",
-            path=_pointer([dataset.key]),
+            path=pointer.format([dataset.key]),
         )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.pointer import join
 from worlds.file_checks import (
     UNREAD,
     Report,
@@ -25,7 +26,6 @@ from worlds.file_checks import (
     check_text,
     load_file,
     load_json,
-    pointer,
     read_records,
     warn_unknown_keys,
 )
@@ -81,7 +81,7 @@ def read_characters(folder: Path) -> CharactersFile:
 def _read_character(
     item: Any, i: int, seen: dict[str, int], error: Report, warning: Report
 ) -> dict[str, Any] | None:
-    where = pointer(i)
+    where = join("", i)
     if not isinstance(item, dict):
         error(where, "type", "a character must be an object with id, name and type")
         return None

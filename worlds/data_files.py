@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from catalogue.manifest.types import Issue
+from core.pointer import join
 from worlds.characters_file import CHARACTERS_FILE
 from worlds.file_checks import (
     UNREAD,
@@ -30,7 +31,6 @@ from worlds.file_checks import (
     distinct_texts,
     load_file,
     load_yaml,
-    pointer,
     read_records,
     warn_unknown_keys,
 )
@@ -95,7 +95,7 @@ def read_lorebook(folder: Path) -> DataFile:
 def _read_entry(
     item: Any, i: int, seen: dict[str, int], error: Report, warning: Report
 ) -> dict[str, Any] | None:
-    where = pointer(i)
+    where = join("", i)
     if not isinstance(item, dict):
         error(where, "type", "a lore entry must be a mapping with id, title and text")
         return None
@@ -168,7 +168,7 @@ def _is_number(value: Any) -> bool:
 def _read_attribute(
     item: Any, i: int, seen: dict[str, int], error: Report, warning: Report
 ) -> dict[str, Any] | None:
-    where = pointer("characterSchema", i)
+    where = join("", "characterSchema", i)
     if not isinstance(item, dict):
         error(where, "type", "an attribute must be a mapping with id and type")
         return None
@@ -342,7 +342,7 @@ def character_field_warnings(
                 issues.append(
                     Issue(
                         CHARACTERS_FILE,
-                        pointer(i, "fields", key),
+                        join("", i, "fields", key),
                         f"field-{code}",
                         f"{character.get('id')}.{key}: " + message.replace("default", "value", 1),
                     )

@@ -2,9 +2,9 @@
 
 world.yaml, characters/characters.json, data/lorebook.yaml and data/world.data.yaml are each
 read by their own module; the rules they have in common live here, written once: the verdict
-with its errors and warnings, JSON pointers, reading and parsing a file (size, UTF-8, syntax),
-unknown keys, record IDs and short texts. Every problem is an Issue (file, JSON pointer, code,
-message), collected all at once.
+with its errors and warnings, reading and parsing a file (size, UTF-8, syntax), unknown keys,
+record IDs and short texts. Every problem is an Issue (file, JSON pointer built with
+core.pointer.join, code, message), collected all at once.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from catalogue.manifest.types import Issue
+from core.pointer import join
 
 # World, character and lore entry IDs: the package ID rule.
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -54,11 +55,6 @@ class Verdict:
             self.warnings.append(Issue(file, path, code, message))
 
         return error, warning
-
-
-def pointer(*parts: str | int) -> str:
-    """A JSON pointer (RFC 6901) to parts, each escaped: pointer("a/b", 0) is "/a~1b/0"."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def read_bytes(file: Path, shown_as: str, error: Report, *, required: bool) -> bytes | None:
@@ -144,9 +140,7 @@ def warn_unknown_keys(
     label = f"{noun} key" if noun else "key"
     for key in mapping:
         if key not in known:
-            warning(
-                where + pointer(str(key)), "unknown-field", f"unknown {label} {key!r} is ignored"
-            )
+            warning(join(where, str(key)), "unknown-field", f"unknown {label} {key!r} is ignored")
 
 
 def check_id(
@@ -212,7 +206,7 @@ def distinct_texts(
     clean_values: list[str] = []
     ok = True
     for k, value in enumerate(values):
-        at = where + pointer(k)
+        at = join(where, k)
         clean = check_text(value, at, _a(noun), limit, error, required=True)
         if clean is None:
             ok = False

@@ -22,6 +22,7 @@ from ruamel.yaml.error import CommentMark
 from ruamel.yaml.tokens import CommentToken
 
 from catalogue.manifest.rules import is_package_id
+from core.pointer import join
 from worlds.file_checks import (
     ID_HINT,
     ID_RE,
@@ -30,7 +31,6 @@ from worlds.file_checks import (
     Verdict,
     check_text,
     load_yaml,
-    pointer,
     read_bytes,
     warn_unknown_keys,
 )
@@ -81,7 +81,7 @@ def read_world(folder: Path) -> WorldFile:
     data: dict[str, Any] = {}
     for key, limit in (("name", NAME_MAX), ("description", DESCRIPTION_MAX)):
         value = check_text(
-            doc.get(key), pointer(key), key, limit, error, required=True, limit_counts_spaces=True
+            doc.get(key), join("", key), key, limit, error, required=True, limit_counts_spaces=True
         )
         if value is not None:
             data[key] = value
@@ -97,7 +97,7 @@ def read_world(folder: Path) -> WorldFile:
     for plugin_id in data["pluginSettings"]:
         if plugin_id not in data["plugins"]:
             warning(
-                pointer("pluginSettings", plugin_id),
+                join("", "pluginSettings", plugin_id),
                 "plugin-not-listed",
                 f"presets for {plugin_id!r}, which is not in plugins",
             )
@@ -118,7 +118,7 @@ def _read_author(value: Any, error: Report) -> dict[str, Any] | None:
     author: dict[str, Any] = {}
     for key in value:
         if key not in AUTHOR_KEYS:
-            error(pointer("author", str(key)), "unknown-field", f"unknown author key {key!r}")
+            error(join("", "author", str(key)), "unknown-field", f"unknown author key {key!r}")
     name = value.get("name")
     if not isinstance(name, str) or not name.strip():
         error("/author/name", "required", "author.name is required and must be a non-empty string")
@@ -152,7 +152,7 @@ def _read_author(value: Any, error: Report) -> dict[str, Any] | None:
                 )
             author["links"] = []
             for i, link in enumerate(links[:LINKS_MAX]):
-                where = pointer("author", "links", i)
+                where = join("", "author", "links", i)
                 if not isinstance(link, dict):
                     error(where, "type", "a link must be a mapping with label and url")
                     continue
@@ -166,9 +166,7 @@ def _read_author(value: Any, error: Report) -> dict[str, Any] | None:
                     ok = False
                 for key in link:
                     if key not in ("label", "url"):
-                        error(
-                            where + pointer(str(key)), "unknown-field", f"unknown link key {key!r}"
-                        )
+                        error(join(where, str(key)), "unknown-field", f"unknown link key {key!r}")
                 if ok:
                     author["links"].append({"label": label.strip(), "url": url})
     return author
@@ -183,9 +181,9 @@ def _read_plugins(value: Any, error: Report) -> list[str]:
     plugins: list[str] = []
     for i, item in enumerate(value):
         if not isinstance(item, str) or not is_package_id(item):
-            error(pointer("plugins", i), "bad-id", f"{item!r} is not a package ID")
+            error(join("", "plugins", i), "bad-id", f"{item!r} is not a package ID")
         elif item in plugins:
-            error(pointer("plugins", i), "duplicate", f"{item!r} is listed twice")
+            error(join("", "plugins", i), "duplicate", f"{item!r} is listed twice")
         else:
             plugins.append(item)
     return plugins
@@ -201,7 +199,7 @@ def _read_plugin_settings(value: Any, error: Report) -> dict[str, dict[str, Any]
         return {}
     presets: dict[str, dict[str, Any]] = {}
     for plugin_id, values in value.items():
-        where = pointer("pluginSettings", str(plugin_id))
+        where = join("", "pluginSettings", str(plugin_id))
         if not isinstance(plugin_id, str) or not is_package_id(plugin_id):
             error(where, "bad-id", f"{plugin_id!r} is not a package ID")
             continue
@@ -213,7 +211,7 @@ def _read_plugin_settings(value: Any, error: Report) -> dict[str, dict[str, Any]
             continue
         clean: dict[str, Any] = {}
         for key, item in values.items():
-            item_where = where + pointer(str(key))
+            item_where = join(where, str(key))
             if not isinstance(key, str):
                 error(item_where, "type", f"setting key {key!r} must be a string")
             elif item is None or isinstance(item, list | dict):

@@ -20,8 +20,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from catalogue.manifest.pointer import pointer
 from catalogue.manifest.types import Issue
+from core.pointer import join
 
 # 64 KiB of YAML is several times the largest real manifest; anything bigger is an attack or a
 # mistake, and parsing it in pure Python would cost real time.
@@ -192,7 +192,7 @@ class _Builder:
         self.seen: set[int] = set()
 
     def error(self, path: tuple[str | int, ...], code: str, message: str) -> None:
-        self.issues.append(Issue(self.file, pointer(path), code, message))
+        self.issues.append(Issue(self.file, join("", *path), code, message))
 
     def build(self, node: Node, path: tuple[str | int, ...], depth: int) -> Any:
         # The composer returns the anchored node itself for an alias: a node met twice is one.

@@ -19,8 +19,8 @@ from catalogue.manifest.context import PLUGIN_FILE, Context, RuntimeDoc
 from catalogue.manifest.fingerprint import code_fingerprint
 from catalogue.manifest.frontmatter import YAML_CODES, Parsed, parse_yaml, split_markdown
 from catalogue.manifest.normalise import normalise_package, normalise_runtime
-from catalogue.manifest.pointer import pointer
 from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest, freeze
+from core.pointer import join
 
 HOST_VERSION = "0.1.0"
 # A manifest file larger than this is refused before it is read (the prompt body included).
@@ -365,7 +365,7 @@ class _Loader:
         # One section per manifest file, holding that file's translated text.
         runtime_files = {rt.file for rt in self.ctx.runtimes if rt.file != PLUGIN_FILE}
         for section, texts in data.items():
-            where = pointer([section])
+            where = join("", section)
             if section == PLUGIN_FILE:
                 self.schema_issues.extend(
                     schema.validate("locale", texts, file=relative, base=where)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
+from core.pointer import resolve
+
 __all__ = ["Field", "Section", "collect_sections", "render_reference"]
 
 TEXT_DEF = "/$defs/text"
@@ -75,19 +77,11 @@ class _Resolver:
                 if url not in self.registry:
                     raise ValueError(f"cannot resolve $ref {ref}: no schema with $id {url}")
                 current_doc = self.registry[url]
-            current = _pointer(current_doc, fragment)
+            current = resolve(current_doc, fragment)
         layers.append(current)
         for layer in reversed(layers):  # innermost first, so outer keywords override
             merged.update({k: v for k, v in layer.items() if k != "$ref"})
         return merged, current_doc
-
-
-def _pointer(doc: Mapping[str, Any], fragment: str) -> Mapping[str, Any]:
-    node: Any = doc
-    for part in [p for p in fragment.split("/") if p]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    return node
 
 
 def _is_text(node: Mapping[str, Any]) -> bool:

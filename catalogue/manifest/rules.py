@@ -21,7 +21,7 @@ from referencing.exceptions import Unresolvable
 
 from catalogue.manifest.context import PLUGIN_FILE, Context, RuntimeDoc
 from catalogue.manifest.hostrange import RangeError, parse_version, satisfies
-from catalogue.manifest.pointer import is_pointer, join
+from core.pointer import is_pointer, join
 
 # Exactly the spec's "lowercase letters, digits and hyphens": "a--b" or "-a" are IDs too. Used
 # with fullmatch, so a trailing newline is not let through.

@@ -18,8 +18,8 @@ from typing import Any
 from jsonschema import ValidationError
 from jsonschema.protocols import Validator
 
-from catalogue.manifest.pointer import join
 from catalogue.manifest.types import Issue
+from core.pointer import join
 
 _JSON_TYPES = {
     dict: "object",

@@ -61,9 +61,14 @@ function same(a, b) {
   return false;
 }
 
+// JSON pointers as core/pointer.py reads them (RFC 6901): "~" only as "~0" or "~1", and an array
+// token is ASCII digits without a leading zero.
 function tokens(pointer) {
   if (pointer === "") return [];
   if (!pointer.startsWith("/")) throw new Error(`"${pointer}" is not a JSON pointer: it must be empty or start with /`);
+  if (/~(?![01])/.test(pointer)) {
+    throw new Error(`"${pointer}" is not a JSON pointer: ~ must be followed by 0 or 1 (~0 for ~, ~1 for /)`);
+  }
   return pointer.slice(1).split("/").map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
 }
 
@@ -73,7 +78,7 @@ function arrayIndex(token, length, index, path) {
   if (!/^(0|[1-9][0-9]*)$/.test(token)) throw new OperationError("path-invalid", `"${token}" is not an array index`, { index, path });
   const position = Number(token);
   if (position >= length) {
-    throw new OperationError("path-missing", `index ${position} is past the end of an array of ${length}`, { index, path });
+    throw new OperationError("path-missing", `index ${token} is past the end of an array of ${length}`, { index, path });
   }
   return position;
 }
@@ -200,7 +205,9 @@ function applyOne(current, op, index) {
   }
   const last = parts[parts.length - 1];
   if (Array.isArray(parent)) {
-    if (op.op === "delete" && !(/^[0-9]+$/.test(last) && Number(last) < parent.length)) return root;
+    // Deleting what is not there ("-", or an index past the end) changes nothing; a token that
+    // is no index is refused below like for any other op.
+    if (op.op === "delete" && (last === "-" || (/^(0|[1-9][0-9]*)$/.test(last) && Number(last) >= parent.length))) return root;
     const position = arrayIndex(last, parent.length, index, path);
     const next = applyAt(parent[position], op, index, path);
     if (next === MISSING) parent.splice(position, 1);
@@ -208,7 +215,9 @@ function applyOne(current, op, index) {
   } else if (isObject(parent)) {
     const next = applyAt(has(parent, last) ? parent[last] : MISSING, op, index, path);
     if (next === MISSING) delete parent[last];
-    else parent[last] = next;
+    // An own property, as Python's dict has it: a plain assignment to "__proto__" would set the
+    // prototype and drop the write.
+    else Object.defineProperty(parent, last, { value: next, writable: true, enumerable: true, configurable: true });
   } else {
     throw new OperationError("path-missing", `the path goes through ${kindOf(parent)}, not an object or array`, {
       index,

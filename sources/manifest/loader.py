@@ -23,6 +23,7 @@ import jsonschema
 
 from catalogue.manifest.fingerprint import code_fingerprint
 from catalogue.manifest.types import Issue, freeze
+from core import pointer
 from sources.manifest import schema
 from sources.manifest.codec import (
     Codec,
@@ -38,14 +39,6 @@ SUPPORTED_PROTOCOLS = (1,)
 ID_PATTERN = re.compile(r"[a-z0-9_-]{1,32}")
 # Files the content hash ignores: caches that change without the plugin changing.
 _IGNORED_DIRS = {"__pycache__", ".git", ".pytest_cache"}
-
-
-def _escape(part: str | int) -> str:
-    return str(part).replace("~", "~0").replace("/", "~1")
-
-
-def _ptr(*parts: str | int) -> str:
-    return "".join("/" + _escape(p) for p in parts)
 
 
 @dataclass(frozen=True)
@@ -179,23 +172,23 @@ class _Checker:
             if key not in spec:
                 allowed = ", ".join(spec)
                 self.error(
-                    _ptr_join(path, key),
+                    pointer.join(path, key),
                     "unknown-key",
                     f"unknown key {key!r} in {label}; the keys of {label} are: {allowed}",
                 )
                 continue
             kind, _ = spec[key]
-            checked = self.value(item, kind, _ptr_join(path, key), child, key)
+            checked = self.value(item, kind, pointer.join(path, key), child, key)
             if checked is not _INVALID:
                 out[key] = checked
             else:
-                self.invalid.add(_ptr_join(path, key))
+                self.invalid.add(pointer.join(path, key))
         for key, (kind, required) in spec.items():
             if key in value:
                 continue
             if required:
                 child = f"{where}.{key}" if where else key
-                self.error(_ptr_join(path, key), "required", f"{child} is required")
+                self.error(pointer.join(path, key), "required", f"{child} is required")
             else:
                 default = _default(kind)
                 if default is not _NO_DEFAULT:
@@ -221,7 +214,7 @@ class _Checker:
             ok = True
             for i, item in enumerate(value):
                 if not isinstance(item, str):
-                    self._wrong(_ptr_join(path, i), f"{where}[{i}]", "a string", item)
+                    self._wrong(pointer.join(path, i), f"{where}[{i}]", "a string", item)
                     ok = False
             return list(value) if ok else _INVALID
         if kind == "strings_table":
@@ -230,7 +223,7 @@ class _Checker:
             ok = True
             for name, item in value.items():
                 if not isinstance(item, str):
-                    self._wrong(_ptr_join(path, name), f"{where}.{name}", "a string", item)
+                    self._wrong(pointer.join(path, name), f"{where}.{name}", "a string", item)
                     ok = False
             return dict(value) if ok else _INVALID
         if kind == "duration":
@@ -276,17 +269,17 @@ class _Checker:
             seen: set[str] = set()
             for i, item in enumerate(value):
                 if not isinstance(item, str):
-                    self._wrong(_ptr_join(path, i), f"{where}[{i}]", "a string", item)
+                    self._wrong(pointer.join(path, i), f"{where}[{i}]", "a string", item)
                     ok = False
                 elif item not in arg:
                     self.error(
-                        _ptr_join(path, i),
+                        pointer.join(path, i),
                         "enum",
                         f"{where}[{i}] is {item!r}; it must be one of {', '.join(arg)}",
                     )
                     ok = False
                 elif item in seen:
-                    self.error(_ptr_join(path, i), "duplicate", f"{where} lists {item!r} twice")
+                    self.error(pointer.join(path, i), "duplicate", f"{where} lists {item!r} twice")
                     ok = False
                 else:
                     seen.add(item)
@@ -300,13 +293,13 @@ class _Checker:
             identity = schema.IDENTITY.get(key)
             seen_ids: dict[str, int] = {}
             for i, item in enumerate(value):
-                row = self.table(item, arg, _ptr_join(path, i), f"{where}[{i}]")
+                row = self.table(item, arg, pointer.join(path, i), f"{where}[{i}]")
                 rows.append(row)
                 ident = row.get(identity) if identity else None
                 if isinstance(ident, str):
                     if ident in seen_ids:
                         self.error(
-                            _ptr_join(path, i, identity),
+                            pointer.join(path, i, identity),
                             "duplicate",
                             f"{where}[{i}].{identity} {ident!r} repeats {where}[{seen_ids[ident]}]",
                         )
@@ -350,16 +343,11 @@ def _default(kind: Kind) -> Any:
     return _NO_DEFAULT  # optional nested tables stay absent
 
 
-def _ptr_join(base: str, *parts: str | int) -> str:
-    return base + _ptr(*parts)
-
-
 def _last_table(path: str) -> str:
     """The array or table name a key sits in: "/source/ui/facets/0/match" -> "facets"."""
-    parts = path.split("/")[1:-1]
-    for part in reversed(parts):
-        if not part.isdigit():
-            return part.replace("~1", "/").replace("~0", "~")
+    for part in reversed(pointer.parse(path)[:-1]):
+        if not pointer.is_array_index(part):
+            return part
     return ""
 
 
@@ -523,7 +511,7 @@ def _source_rules(c: _Checker, s: dict[str, Any]) -> None:
         for state, verdict in (event.get("verdicts") or {}).items():
             if verdict not in schema.VERDICTS:
                 c.error(
-                    f"/source/events/{i}/verdicts/{_escape(state)}",
+                    f"/source/events/{i}/verdicts/{pointer.escape(state)}",
                     "enum",
                     f"verdict {verdict!r} of state {state!r} must be one of {', '.join(schema.VERDICTS)}",
                 )
@@ -574,7 +562,7 @@ def _codec_rules(c: _Checker, codec: dict[str, Any]) -> None:
                 "has all of them, so it is no key's address",
             )
     for name, pattern in (codec.get("fields") or {}).items():
-        path = f"/source/codec/fields/{_escape(name)}"
+        path = f"/source/codec/fields/{pointer.escape(name)}"
         try:
             go_regex_compile(pattern)
         except ValueError as exc:

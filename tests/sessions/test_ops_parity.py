@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_sessions_operations import json_values, ops, paths
+from test_sessions_operations import json_values, op_strategy
 
+from core import pointer
 from sessions.errors import OperationError
 from sessions.operations import MISSING, apply_ops
 
@@ -70,6 +71,31 @@ def python_answer(value: Any, op_list: list[Any]) -> dict[str, Any]:
     return {"value": None if result is MISSING else result}
 
 
+# The tokens random paths are made of: members the values have (some needing an escape), array
+# indexes, what only looks like one (leading zeros, signs, spaces, and digits to str.isdigit that
+# are not ASCII: full-width, superscript, Arabic-Indic, NKo, mathematical, circled), "-", the
+# empty token, indexes far past any end (hundreds of digits), "__proto__" and random text.
+tokens = st.one_of(
+    st.sampled_from(["a", "b", "id", "n", "", "a/b", "~", "__proto__", "constructor"]),
+    st.sampled_from(["0", "1", "2", "3"]),
+    st.sampled_from(["00", "01", "-0", "+1", "1.0", " 1", "1e0", "0x1"]),
+    st.sampled_from(["\uff11", "\u00b2", "\u0663", "\u07c0", "\U0001d7d8", "\u2460"]),
+    st.just("-"),
+    st.integers(4, 10**40).map(str),
+    st.integers(1, 400).map(lambda n: "9" * n),
+    st.text(max_size=4),
+)
+# Written as they stand, not escaped: "~" escapes RFC 6901 refuses, and some it reads.
+raw_pieces = st.sampled_from(["~", "~2", "a~", "~~", "~a", "~01", "~10", "~0~1", "~1~0"])
+random_paths = st.one_of(
+    st.lists(tokens, max_size=4).map(pointer.format),
+    st.lists(tokens.map(pointer.escape) | raw_pieces, min_size=1, max_size=4).map(
+        lambda pieces: "".join("/" + piece for piece in pieces)
+    ),
+    st.sampled_from(["a", "a/b", "~1", "#/a", " /a"]),  # no leading "/"
+)
+ops = op_strategy(random_paths)
+
 # Op shapes the commit refuses: the try-run must refuse them too, with the same rule.
 bad_ops = st.sampled_from(
     [
@@ -100,26 +126,28 @@ more_ops = st.one_of(
         st.dictionaries(
             st.sampled_from(["id", "n"]), st.integers(0, 2) | st.booleans(), max_size=2
         ),
-        paths,
+        random_paths,
     ),
     st.builds(
         lambda v, m, p: {"op": "upsertItem", "value": v, "match": m, "path": p},
         json_values,
         st.dictionaries(st.sampled_from(["id", "n"]), st.integers(0, 2), min_size=1, max_size=2),
-        paths,
+        random_paths,
     ),
     st.builds(
         lambda i, n, p: {"op": "upsertItem", "key": "n", "value": {"n": i, "id": n}, "path": p},
         st.integers(0, 2) | st.booleans(),
         st.integers(0, 2),
-        paths,
+        random_paths,
     ),
 )
 values = st.recursive(
     st.booleans() | st.integers(-5, 5) | st.text(max_size=3),
     lambda inner: (
         st.lists(inner, max_size=3)
-        | st.dictionaries(st.sampled_from(["a", "b", "id", "n"]), inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["a", "b", "id", "n", "", "a/b", "~", "__proto__"]), inner, max_size=3
+        )
     ),
     max_leaves=8,
 )
@@ -149,6 +177,33 @@ def test_node_and_python_apply_every_op_list_alike(node_ops, current, op_list):
         ({}, [{"op": "inc", "path": "/x/y", "by": 1}], "path-missing"),
         ({"a": [1]}, [{"op": "delete", "path": "/a/5"}], {"value": {"a": [1]}}),
         ({"a": 1}, [{"op": "delete"}], {"value": None}),
+        # An array index is ASCII digits: Python's str.isdigit also took a full-width "１" (as 1)
+        # and a superscript "²" (which int() then refused with a bare ValueError).
+        ({"items": [1, 2]}, [{"op": "set", "path": "/items/\uff11", "value": 0}], "path-invalid"),
+        ({"items": [1, 2]}, [{"op": "set", "path": "/items/\u00b2", "value": 0}], "path-invalid"),
+        ({"items": [1, 2]}, [{"op": "delete", "path": "/items/\uff11"}], "path-invalid"),
+        ({"items": [1, 2]}, [{"op": "delete", "path": "/items/\u00b2"}], "path-invalid"),
+        ({"items": [1, 2]}, [{"op": "delete", "path": "/items/x"}], "path-invalid"),
+        # Deleting "-" or an index past the end deletes nothing, however long the index.
+        ({"items": [1]}, [{"op": "delete", "path": "/items/-"}], {"value": {"items": [1]}}),
+        (
+            {"items": [1]},
+            [{"op": "delete", "path": "/items/" + "9" * 5000}],
+            {"value": {"items": [1]}},
+        ),
+        (
+            {"items": [1]},
+            [{"op": "set", "path": "/items/" + "9" * 5000, "value": 0}],
+            "path-missing",
+        ),
+        # "~" is only "~0" or "~1"; both sides used to read "~2" as itself.
+        ({"a~2": 1}, [{"op": "set", "path": "/a~2", "value": 0}], "invalid-op"),
+        # A member named __proto__ is a member like any other (Node used to set the prototype).
+        (
+            {},
+            [{"op": "set", "path": "/__proto__", "value": {"x": 1}}],
+            {"value": {"__proto__": {"x": 1}}},
+        ),
     ],
 )
 def test_rules_where_the_try_run_used_to_differ(node_ops, current, op_list, expected):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -167,33 +168,42 @@ json_values = st.recursive(
     max_leaves=8,
 )
 paths = st.sampled_from(["", "", "/a", "/b", "/a/0", "/0"])
-ops = st.one_of(
-    st.builds(lambda v, p: {"op": "set", "value": v, "path": p}, json_values, paths),
-    st.builds(
-        lambda v, p: {"op": "merge", "value": v, "path": p},
-        st.dictionaries(st.sampled_from("abc"), json_values, max_size=2),
-        paths,
-    ),
-    st.builds(
-        lambda by, lo, p: {"op": "inc", "by": by, "min": lo, "path": p},
-        st.integers(-5, 5),
-        st.integers(-3, 0),
-        paths,
-    ),
-    st.builds(lambda v, p: {"op": "append", "value": v, "path": p}, json_values, paths),
-    st.builds(
-        lambda i, v, p: {"op": "insert", "index": i, "value": v, "path": p},
-        st.integers(0, 3),
-        json_values,
-        paths,
-    ),
-    st.builds(lambda i, p: {"op": "remove", "index": i, "path": p}, st.integers(0, 3), paths),
-    st.builds(lambda m, p: {"op": "remove", "match": m, "path": p}, json_values, paths),
-    st.builds(
-        lambda v, p: {"op": "upsertItem", "value": {"id": v}, "path": p}, st.integers(0, 2), paths
-    ),
-    st.builds(lambda p: {"op": "delete", "path": p}, paths),
-)
+
+
+def op_strategy(paths: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]]:
+    """Well-formed ops of every kind, each at a path drawn from paths."""
+    return st.one_of(
+        st.builds(lambda v, p: {"op": "set", "value": v, "path": p}, json_values, paths),
+        st.builds(
+            lambda v, p: {"op": "merge", "value": v, "path": p},
+            st.dictionaries(st.sampled_from("abc"), json_values, max_size=2),
+            paths,
+        ),
+        st.builds(
+            lambda by, lo, p: {"op": "inc", "by": by, "min": lo, "path": p},
+            st.integers(-5, 5),
+            st.integers(-3, 0),
+            paths,
+        ),
+        st.builds(lambda v, p: {"op": "append", "value": v, "path": p}, json_values, paths),
+        st.builds(
+            lambda i, v, p: {"op": "insert", "index": i, "value": v, "path": p},
+            st.integers(0, 3),
+            json_values,
+            paths,
+        ),
+        st.builds(lambda i, p: {"op": "remove", "index": i, "path": p}, st.integers(0, 3), paths),
+        st.builds(lambda m, p: {"op": "remove", "match": m, "path": p}, json_values, paths),
+        st.builds(
+            lambda v, p: {"op": "upsertItem", "value": {"id": v}, "path": p},
+            st.integers(0, 2),
+            paths,
+        ),
+        st.builds(lambda p: {"op": "delete", "path": p}, paths),
+    )
+
+
+ops = op_strategy(paths)
 
 
 @settings(max_examples=300, deadline=None)
