@@ -659,8 +659,14 @@ function newCall(message, params) {
     closed: false,
     operations: [],
     proposals: [],
-    // Without a seed from Python (an action, say) draws are fresh each call, never a fixed sequence.
-    random: createRandom(params.context?.seed ?? params.seed ?? randomUUID()),
+    // random.mjs: Covel's int(min, max) with max excluded; seeded per call from Python's seed,
+    // per session with COVEL_RANDOM_SEED, else node:crypto. The stream is who draws.
+    random: createRandom({
+      seed: params.context?.seed ?? params.seed,
+      sessionId: params.context?.sessionId,
+      pluginId: params.package,
+      stream: params.runtime ?? params.action ?? params.tool ?? params.contract ?? params.package,
+    }),
   };
   calls.set(message.id, call);
   return call;
