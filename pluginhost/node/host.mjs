@@ -16,7 +16,7 @@ import { z } from "zod";
 import * as sdk from "./sdk.mjs";
 import { createRandom } from "./random.mjs";
 import { applyOperations, OperationError } from "./ops.mjs";
-import { addPackageRoot, installResolver, isInside } from "./resolver.mjs";
+import { addPackageRoot, installResolver, isInside, importFailure } from "./resolver.mjs";
 
 const IN_FD = Number(process.env.COVEL_HOST_IN_FD ?? 3);
 const OUT_FD = Number(process.env.COVEL_HOST_OUT_FD ?? 4);
@@ -354,7 +354,12 @@ async function importInside(root, file, tag, what) {
   if (!fs.existsSync(real)) throw new HostError("entry_not_found", `${what} ${path.relative(root, real)} does not exist`);
   const url = new URL(pathToFileURL(real).href);
   url.searchParams.set("covel-load", tag);
-  return import(url.href);
+  try {
+    return await import(url.href);
+  } catch (error) {
+    // resolver.mjs: a coded error naming the importing file and line, never a bare plugin_failed.
+    throw importFailure(error, root, what, path.relative(root, real));
+  }
 }
 
 async function loadPackage(params, call) {
