@@ -28,6 +28,8 @@ MAX_FILE_BYTES = 1024 * 1024
 RUNTIMES_DIR = "runtimes"
 RUNTIME_FILE = "RUNTIME.md"
 LOCALES_DIR = "locales"
+# Covel's section of a locale file for the text of UI specs and code: English text -> translation.
+MESSAGES_SECTION = "messages"
 LOCALE = r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*"
 _PLUGIN_VARIANT = re.compile(rf"^PLUGIN\.({LOCALE})\.md$")
 _RUNTIME_VARIANT = re.compile(rf"^RUNTIME\.({LOCALE})\.md$")
@@ -371,6 +373,8 @@ class _Loader:
                     schema.validate("locale", texts, file=relative, base=where)
                 )
                 rules.check_locale(self.ctx, texts, file=relative, base=where)
+            elif section == MESSAGES_SECTION:
+                rules.check_locale_messages(self.ctx, texts, file=relative, base=where)
             elif section in runtime_files:
                 self.schema_issues.extend(
                     schema.validate("runtime-locale", texts, file=relative, base=where)
@@ -380,7 +384,8 @@ class _Loader:
                     relative,
                     where,
                     "locale-section-unknown",
-                    f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md)",
+                    f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md) "
+                    "nor the messages section",
                 )
 
     def add_locale(self, locale: str, *, instructions: bool) -> None:

@@ -23,7 +23,9 @@ TOOLS = "contributes:\n  tools: [probe]\n"
 def probe(make_package, host, callbacks, imports: str, result: str, extra: dict | None = None):
     files = {"server/index.js": PROBE.format(imports=imports, result=result), **(extra or {})}
     manifest = make_package(TOOLS, files)
-    return plugin_tool_call(manifest=manifest, tool="probe", args={}, callbacks=callbacks, host=host)
+    return plugin_tool_call(
+        manifest=manifest, tool="probe", args={}, callbacks=callbacks, host=host
+    )
 
 
 def test_the_pure_built_ins_are_allowed(make_package, host, callbacks):
@@ -107,7 +109,7 @@ def test_a_js_specifier_runs_the_typescript_source(make_package, host, callbacks
         "server/strategy.ts": (
             'import { double } from "./lib/math.mjs";\n'
             "export interface Move { readonly name: string; power: number }\n"
-            'export function pick(moves: Move[]): Move { return { ...moves[0]!, power: double(moves[0]!.power) }; }\n'
+            "export function pick(moves: Move[]): Move { return { ...moves[0]!, power: double(moves[0]!.power) }; }\n"
         ),
         "server/lib/math.mts": "export const double = (n: number): number => n * 2;\n",
     }
