@@ -14,6 +14,8 @@ import { createHmac, randomInt } from "node:crypto";
 
 // node:crypto randomInt takes no wider range; Covel's seeded path keeps the same bound.
 const MAX_RANGE = 2 ** 48;
+// Read once: the switch is set when the host starts, like Covel's server setting.
+const ENV_SEED = process.env.COVEL_RANDOM_SEED || undefined;
 const sessionDraws = new Map(); // JSON [session, plugin, stream] -> draws so far (COVEL_RANDOM_SEED only)
 
 function checkBounds(min, max) {
@@ -42,17 +44,16 @@ export function createRandom(options = {}) {
   const scope = typeof options === "string" ? { seed: options } : options ?? {};
   const pluginId = String(scope.pluginId ?? "");
   const stream = String(scope.stream ?? scope.pluginId ?? "");
-  const envSeed = process.env.COVEL_RANDOM_SEED;
   const callSeed = scope.seed === undefined || scope.seed === null || scope.seed === "" ? undefined : String(scope.seed);
   let callDraws = 0;
 
   const int = (min, max) => {
     checkBounds(min, max);
-    if (envSeed !== undefined && envSeed !== "") {
+    if (ENV_SEED !== undefined) {
       const key = JSON.stringify([String(scope.sessionId ?? ""), pluginId, stream]);
       const index = sessionDraws.get(key) ?? 0;
       sessionDraws.set(key, index + 1);
-      return hmacDraw(envSeed, pluginId, stream, index, min, max);
+      return hmacDraw(ENV_SEED, pluginId, stream, index, min, max);
     }
     if (callSeed !== undefined) return hmacDraw(callSeed, pluginId, stream, callDraws++, min, max);
     return randomInt(min, max);

@@ -95,3 +95,23 @@ def _variant(data: dict[str, Any]) -> str:
     import yaml
 
     return "---\n" + yaml.safe_dump(data, allow_unicode=True) + "---\nAuf Deutsch.\n"
+
+
+def test_the_older_covel_format_is_named(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    base["type"] = "plugin"
+    put(base, "/runtime/agent", {"llm": {"slot": "main"}, "loop": {"completion": {"tool": "done"}}})
+    result = load_package(make_package(base))
+    [older] = [e for e in result.errors if e.code == "older-format"]
+    assert (older.file, older.path) == ("PLUGIN.md", "/type")
+    assert "Covel's previous manifest format" in older.message
+    for mark in ("top-level type:", "agent.llm", "agent.loop.completion"):
+        assert mark in older.message
+
+
+def test_a_current_manifest_is_not_called_older(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    result = load_package(make_package(base))
+    assert result.ok and not [e for e in result.errors if e.code == "older-format"]
