@@ -85,6 +85,9 @@ LOAD_CODES = {
     "entry_outside_package",
     "handler_invalid",
     "host_capability_refused",
+    "module_not_found",
+    "module_syntax_error",
+    "module_failed",
 }
 
 

@@ -28,6 +28,8 @@ MAX_FILE_BYTES = 1024 * 1024
 RUNTIMES_DIR = "runtimes"
 RUNTIME_FILE = "RUNTIME.md"
 LOCALES_DIR = "locales"
+# Covel's section of a locale file for the text of UI specs and code: English text -> translation.
+MESSAGES_SECTION = "messages"
 LOCALE = r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*"
 _PLUGIN_VARIANT = re.compile(rf"^PLUGIN\.({LOCALE})\.md$")
 _RUNTIME_VARIANT = re.compile(rf"^RUNTIME\.({LOCALE})\.md$")
@@ -217,11 +219,78 @@ class _Loader:
             rules.check_runtime(ctx, rt)
         self.current_file = PLUGIN_FILE
         rules.check_graph(ctx)
+        self.detect_older_format()
         self.merge_schema_issues()
         self.drop_echoes_of_refused_values()
         if ctx.errors or data is None:
             return None
         return self.build(parsed)
+
+    def detect_older_format(self) -> None:
+        """Name Covel's previous manifest format when its marks are present, once per package.
+
+        Its fields are refused one by one anyway; this says why, so an author of a real Covel
+        package knows the whole manifest needs rewriting, not a typo fixing.
+        """
+        marks: list[tuple[str, str, str]] = []  # (file, pointer, what)
+
+        def scan(data: Any, file: str, where: str) -> None:
+            if isinstance(data, dict):
+                for key, value in data.items():
+                    at = f"{where}/{key}"
+                    if key == "trigger" and value == "scheduled":
+                        marks.append((file, at, "trigger: scheduled (now schedule.stage)"))
+                    elif key == "agent" and isinstance(value, dict):
+                        if "llm" in value:
+                            marks.append(
+                                (file, f"{at}/llm", "agent.llm (now agent model settings)")
+                            )
+                        loop = value.get("loop")
+                        if isinstance(loop, dict) and "completion" in loop:
+                            marks.append(
+                                (
+                                    file,
+                                    f"{at}/loop/completion",
+                                    "agent.loop.completion (now agent.completion)",
+                                )
+                            )
+                    elif key == "source" and isinstance(value, dict) and "kind" in value:
+                        marks.append((file, f"{at}/kind", "source.kind"))
+                    scan(value, file, at)
+            elif isinstance(data, list):
+                for i, item in enumerate(data):
+                    scan(item, file, f"{where}/{i}")
+
+        data = self.ctx.data
+        for key, what in (
+            ("type", "a top-level type: (now kind)"),
+            ("optional", "a top-level optional:"),
+        ):
+            if key in data:
+                marks.append((PLUGIN_FILE, f"/{key}", what))
+        scan(data, PLUGIN_FILE, "")
+        runtimes_dir = self.root / RUNTIMES_DIR
+        if runtimes_dir.is_dir():
+            for child in sorted(runtimes_dir.iterdir()):
+                if (child / PLUGIN_FILE).is_file():
+                    marks.append(
+                        (
+                            f"{RUNTIMES_DIR}/{child.name}/{PLUGIN_FILE}",
+                            "",
+                            "a child runtimes/<id>/PLUGIN.md (now RUNTIME.md)",
+                        )
+                    )
+        if not marks:
+            return
+        file, where, _ = marks[0]
+        self.ctx.error(
+            file,
+            where,
+            "older-format",
+            "this package is written in Covel's previous manifest format ("
+            + "; ".join(what for _, _, what in marks)
+            + "); rewrite it in the current format of the manifest reference",
+        )
 
     def collect_runtimes(self, parsed: Parsed | None) -> None:
         ctx = self.ctx
@@ -371,6 +440,8 @@ class _Loader:
                     schema.validate("locale", texts, file=relative, base=where)
                 )
                 rules.check_locale(self.ctx, texts, file=relative, base=where)
+            elif section == MESSAGES_SECTION:
+                rules.check_locale_messages(self.ctx, texts, file=relative, base=where)
             elif section in runtime_files:
                 self.schema_issues.extend(
                     schema.validate("runtime-locale", texts, file=relative, base=where)
@@ -380,7 +451,8 @@ class _Loader:
                     relative,
                     where,
                     "locale-section-unknown",
-                    f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md)",
+                    f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md) "
+                    "nor the messages section",
                 )
 
     def add_locale(self, locale: str, *, instructions: bool) -> None:

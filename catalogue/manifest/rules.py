@@ -502,6 +502,8 @@ def _check_contributes(ctx: Context) -> None:
         for i, spec in items(paths):
             ctx.check_path(spec, file=f, path=join(f"{base}/ui", placement, i))
 
+    # watch names the package's own namespaces (spec); every plugin.data namespace is the package's
+    # own, declared or not, and Covel's packages watch undeclared ones. So it is a note, not an error.
     namespaces = _namespaces(c)
     for i, extension in items(c.get("extensions")):
         for j, namespace in items(as_dict(extension).get("watch")):
@@ -510,12 +512,12 @@ def _check_contributes(ctx: Context) -> None:
                 and namespaces is not None
                 and namespace not in namespaces
             ):
-                ctx.error(
+                ctx.warn(
                     f,
                     f"{base}/extensions/{i}/watch/{j}",
                     "namespace-undeclared",
-                    f"watch names {namespace!r}, which is not one of this package's data namespaces "
-                    "(contributes.data or datasets); a slot refreshes only on its own data",
+                    f"watch names {namespace!r}, which contributes.data does not declare; the slot "
+                    "refreshes when this package writes it, but no schema describes it",
                 )
     for name, projection in entries(c.get("worldProjections")):
         projection = as_dict(projection)
@@ -1414,9 +1416,21 @@ def check_locale(ctx: Context, data: Any, *, file: str, base: str = "") -> None:
             identity = as_dict(entry).get(key)
             if isinstance(identity, str):
                 index[identity] = as_dict(entry)
+        translated_list = as_list(translated)
         for i, entry in items(translated):
             identity = as_dict(entry).get(key)
             if not isinstance(identity, str):
+                # Covel matches an entry without its identity key by position; that needs lists of
+                # the same length, else the translation is ignored (as Covel warns and ignores).
+                if isinstance(entry, dict) and len(translated_list) != len(as_list(original)):
+                    ctx.warn(
+                        file,
+                        join(where, i),
+                        "locale-entry-unmatched",
+                        f"this entry has no {key} and the list has {len(translated_list)} entries "
+                        f"where PLUGIN.md has {len(as_list(original))}, so it matches none; "
+                        f"repeat {key} to match it",
+                    )
                 continue
             if identity not in index:
                 ctx.error(
@@ -1452,3 +1466,46 @@ def check_locale(ctx: Context, data: Any, *, file: str, base: str = "") -> None:
                 "locale-entry-unknown",
                 f"the data namespace {name!r} is not declared in PLUGIN.md",
             )
+
+
+def check_locale_messages(ctx: Context, data: Any, *, file: str, base: str) -> None:
+    """locales/<locale>.yaml `messages`: Covel's catalogue from English text to its translation.
+
+    Keys are the English text (optionally `property|text` for one UI property); every value is a
+    string, and a translation keeps the placeholders ({name}, {{name}}) of its text.
+    """
+    if not isinstance(data, dict):
+        ctx.error(
+            file,
+            base,
+            "locale-messages-invalid",
+            "messages must be a mapping from the English text to its translation",
+        )
+        return
+    for text, translation in data.items():
+        where = join(base, str(text))
+        if not isinstance(translation, str):
+            ctx.error(
+                file,
+                where,
+                "locale-messages-invalid",
+                f"the translation of {text!r} must be a string, got {type(translation).__name__}",
+            )
+            continue
+        source = _placeholders(str(text).split("|", 1)[-1])
+        target = _placeholders(translation)
+        if source != target:
+            ctx.error(
+                file,
+                where,
+                "locale-placeholders-differ",
+                f"{text!r} has placeholders {' '.join(source) or '(none)'} and its translation has "
+                f"{' '.join(target) or '(none)'}",
+            )
+
+
+_PLACEHOLDER = re.compile(r"\{\{?\s*[\w./-]+\s*\}?\}")
+
+
+def _placeholders(text: str) -> list[str]:
+    return sorted(re.sub(r"\s+", "", found) for found in _PLACEHOLDER.findall(text))

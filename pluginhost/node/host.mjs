@@ -16,7 +16,7 @@ import { z } from "zod";
 import * as sdk from "./sdk.mjs";
 import { createRandom } from "./random.mjs";
 import { applyOperations, OperationError } from "./ops.mjs";
-import { addPackageRoot, installResolver, isInside } from "./resolver.mjs";
+import { addPackageRoot, installResolver, isInside, importFailure } from "./resolver.mjs";
 
 const IN_FD = Number(process.env.COVEL_HOST_IN_FD ?? 3);
 const OUT_FD = Number(process.env.COVEL_HOST_OUT_FD ?? 4);
@@ -354,7 +354,12 @@ async function importInside(root, file, tag, what) {
   if (!fs.existsSync(real)) throw new HostError("entry_not_found", `${what} ${path.relative(root, real)} does not exist`);
   const url = new URL(pathToFileURL(real).href);
   url.searchParams.set("covel-load", tag);
-  return import(url.href);
+  try {
+    return await import(url.href);
+  } catch (error) {
+    // resolver.mjs: a coded error naming the importing file and line, never a bare plugin_failed.
+    throw importFailure(error, root, what, path.relative(root, real));
+  }
 }
 
 async function loadPackage(params, call) {
@@ -659,8 +664,14 @@ function newCall(message, params) {
     closed: false,
     operations: [],
     proposals: [],
-    // Without a seed from Python (an action, say) draws are fresh each call, never a fixed sequence.
-    random: createRandom(params.context?.seed ?? params.seed ?? randomUUID()),
+    // random.mjs: Covel's int(min, max) with max excluded; seeded per call from Python's seed,
+    // per session with COVEL_RANDOM_SEED, else node:crypto. The stream is who draws.
+    random: createRandom({
+      seed: params.context?.seed ?? params.seed,
+      sessionId: params.context?.sessionId,
+      pluginId: params.package,
+      stream: params.runtime ?? params.action ?? params.tool ?? params.contract ?? params.package,
+    }),
   };
   calls.set(message.id, call);
   return call;

@@ -1,7 +1,13 @@
 // The host's implementation of `@covel/plugin-handlers-utils`: what plugin code imports by name.
-// Written for Covel Hub from the public plugin documentation; plain ES module, no dependencies
-// besides zod (resolved from the hub's node_modules, the same instance plugins get).
+// Every export of Covel's SDK index with the same signatures and results (learned from Covel's
+// public source and tests, written here anew), plus the toolkit pieces the spec names
+// (withModelView, ToolError, tool). No dependencies besides zod 4, the same instance plugins get.
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
+
+export * from "./sdk/locale.mjs";
+export * from "./sdk/text.mjs";
+export * from "./sdk/review.mjs";
 
 /** A coded tool failure; the host turns it into a failure the model can read. */
 export class ToolError extends Error {
@@ -41,127 +47,70 @@ export function getPendingProposals(value) {
   return isToolResult(value) ? value.pendingProposals : [];
 }
 
+export function getEmittedEvents(value) {
+  return isToolResult(value) ? value.emittedEvents : undefined;
+}
+
 export function getModelView(value) {
   return isToolResult(value) ? value.modelView : undefined;
 }
 
-/** Content plus the writes it wants; plain enumerable fields so JSON keeps everything. */
+// A new result from parts; fields stay plain and enumerable so spread and JSON keep them.
+function toolResult(content, pendingProposals, emittedEvents, modelView) {
+  const out = { kind: TOOL_RESULT, content, pendingProposals: [...(pendingProposals ?? [])] };
+  if (emittedEvents) out.emittedEvents = [...emittedEvents];
+  if (modelView !== undefined) out.modelView = modelView;
+  return out;
+}
+
+/**
+ * The content with exactly these write requests, as Covel's: the proposals replace any the
+ * argument carried; its events (and the hub's model view) are kept. Never mutates its input.
+ */
 export function withPendingProposals(content, pendingProposals) {
-  const base = isToolResult(content) ? content : { kind: TOOL_RESULT, content, pendingProposals: [] };
-  return {
-    ...base,
-    pendingProposals: [...(base.pendingProposals ?? []), ...(pendingProposals ?? [])],
-  };
+  return toolResult(getToolContent(content), pendingProposals, getEmittedEvents(content), getModelView(content));
+}
+
+/** The result with exactly these events, keeping its proposals (and model view). */
+export function withEmittedEvents(result, emittedEvents) {
+  return toolResult(getToolContent(result), getPendingProposals(result), emittedEvents ?? [], getModelView(result));
 }
 
 /** Choose what the model reads (summary and/or data) without changing the content code sees. */
 export function withModelView(result, view) {
-  const base = isToolResult(result) ? result : { kind: TOOL_RESULT, content: result, pendingProposals: [] };
   const modelView = {};
   if (view && view.summary !== undefined) modelView.summary = String(view.summary);
   if (view && view.data !== undefined) modelView.data = view.data;
-  return { ...base, modelView };
-}
-
-export function withEmittedEvents(result, emittedEvents) {
-  const base = isToolResult(result) ? result : { kind: TOOL_RESULT, content: result, pendingProposals: [] };
-  return { ...base, emittedEvents: [...(base.emittedEvents ?? []), ...(emittedEvents ?? [])] };
+  return toolResult(getToolContent(result), getPendingProposals(result), getEmittedEvents(result), modelView);
 }
 
 /**
- * A write request with its ID, source and turn filled in from the tool or handler context.
- * makeProposal(context, timestamp, type, payload)
+ * makeProposal(ctx, now, type, payload): a write request with a fresh UUID, the source and turn
+ * taken from ctx and `now` as its timestamp (an ISO string, as Covel's; a Date or epoch number
+ * is turned into one).
  */
-export function makeProposal(context, timestamp, type, payload) {
+export function makeProposal(context, now, type, payload) {
   if (!context || typeof context !== "object") throw new TypeError("makeProposal needs the call context");
   if (typeof type !== "string" || !type) throw new TypeError("makeProposal needs a proposal type");
   return {
-    id: `prop-${randomUUID()}`,
+    id: randomUUID(),
     type,
     source: { pluginId: context.pluginId, runtimeId: context.runtimeId ?? context.pluginId },
     turnId: context.turnId ?? null,
     sessionId: context.sessionId ?? null,
     payload,
-    timestamp: typeof timestamp === "string" ? timestamp : new Date(timestamp ?? Date.now()).toISOString(),
+    timestamp: typeof now === "string" ? now : new Date(now ?? Date.now()).toISOString(),
   };
 }
 
-// --- zod schema to JSON Schema (the subset tool parameters use), for model tool definitions ---
-
-function zodToJsonSchema(schema) {
-  const def = schema?._def;
-  if (!def) return {};
-  const out = {};
-  if (def.description) out.description = def.description;
-  switch (def.typeName) {
-    case "ZodObject": {
-      const shape = typeof def.shape === "function" ? def.shape() : def.shape;
-      const properties = {};
-      const required = [];
-      for (const [key, child] of Object.entries(shape)) {
-        properties[key] = zodToJsonSchema(child);
-        if (!child.isOptional()) required.push(key);
-      }
-      Object.assign(out, { type: "object", properties });
-      if (required.length) out.required = required;
-      if (def.unknownKeys === "strict") out.additionalProperties = false;
-      return out;
-    }
-    case "ZodString": {
-      out.type = "string";
-      for (const check of def.checks ?? []) {
-        if (check.kind === "min") out.minLength = check.value;
-        if (check.kind === "max") out.maxLength = check.value;
-        if (check.kind === "regex") out.pattern = check.regex.source;
-      }
-      return out;
-    }
-    case "ZodNumber": {
-      out.type = (def.checks ?? []).some((c) => c.kind === "int") ? "integer" : "number";
-      for (const check of def.checks ?? []) {
-        if (check.kind === "min") out[check.inclusive ? "minimum" : "exclusiveMinimum"] = check.value;
-        if (check.kind === "max") out[check.inclusive ? "maximum" : "exclusiveMaximum"] = check.value;
-      }
-      return out;
-    }
-    case "ZodBoolean":
-      return { ...out, type: "boolean" };
-    case "ZodNull":
-      return { ...out, type: "null" };
-    case "ZodLiteral":
-      return { ...out, const: def.value };
-    case "ZodEnum":
-      return { ...out, type: "string", enum: [...def.values] };
-    case "ZodNativeEnum":
-      return { ...out, enum: Object.values(def.values) };
-    case "ZodArray": {
-      Object.assign(out, { type: "array", items: zodToJsonSchema(def.type) });
-      if (def.minLength) out.minItems = def.minLength.value;
-      if (def.maxLength) out.maxItems = def.maxLength.value;
-      return out;
-    }
-    case "ZodOptional":
-    case "ZodReadonly":
-    case "ZodBranded":
-    case "ZodCatch":
-      return { ...zodToJsonSchema(def.innerType ?? def.type), ...out };
-    case "ZodDefault":
-      return { ...zodToJsonSchema(def.innerType), default: def.defaultValue(), ...out };
-    case "ZodNullable":
-      return { ...out, anyOf: [zodToJsonSchema(def.innerType), { type: "null" }] };
-    case "ZodUnion":
-    case "ZodDiscriminatedUnion":
-      return { ...out, anyOf: [...(def.options?.values?.() ?? def.options)].map(zodToJsonSchema) };
-    case "ZodRecord":
-      return { ...out, type: "object", additionalProperties: zodToJsonSchema(def.valueType) };
-    case "ZodEffects":
-      return { ...zodToJsonSchema(def.schema), ...out };
-    case "ZodPipeline":
-      return { ...zodToJsonSchema(def.in), ...out };
-    case "ZodTuple":
-      return { ...out, type: "array", prefixItems: def.items.map(zodToJsonSchema) };
-    default:
-      return out;
+/** JSON Schema of a tool's parameters for the model: zod 4's own converter, input side. */
+export function zodToJsonSchema(schema) {
+  try {
+    const out = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" });
+    delete out.$schema;
+    return out;
+  } catch {
+    return {};
   }
 }
 
@@ -208,35 +157,55 @@ export function tool(definition) {
   };
 }
 
-export { zodToJsonSchema };
 
 // --- IDs ---
 
 const SLUG_LIMIT = 32;
 
+/** The label's ASCII letters and digits, lower case, joined by hyphens, at most 32 characters. */
 export function wordSlug(label) {
   return (String(label ?? "").toLowerCase().match(/[a-z0-9]+/g) ?? [])
     .join("-")
     .slice(0, SLUG_LIMIT)
-    .replace(/-+$/, "");
+    .replace(/-$/, "");
 }
 
+// 8 hex digits; reproducible when the caller passes ctx.random (the spec's fourth argument).
 function hexPart(random) {
   if (random && typeof random.int === "function") {
     let text = "";
-    for (let i = 0; i < 8; i++) text += random.int(0, 15).toString(16);
+    for (let i = 0; i < 8; i++) text += random.int(0, 16).toString(16);
     return text;
   }
   return randomUUID().replaceAll("-", "").slice(0, 8);
 }
 
-/** prefix + the label's words + 8 hex; reproducible when context.random is passed fourth. */
+/** prefix + the label's words + 8 hex (`npc-lin-yao-3fa9c1d2`). */
 export function shortId(prefix, label, _sessionId, random) {
   return [prefix, wordSlug(label), hexPart(random)].filter(Boolean).join("-");
 }
 
 export function shortIdBatch(prefix, labels, sessionId, random) {
-  return (labels ?? []).map((label) => shortId(prefix, label, sessionId, random));
+  return [...(labels ?? [])].map((label) => shortId(prefix, label, sessionId, random));
+}
+
+/**
+ * A word ID for a namespace the caller can see whole: `npc-lin-yao`, then `-2`, `-3`… while
+ * taken. A label without ASCII words gets 8 random hex digits instead.
+ */
+export function wordId(prefix, label, taken) {
+  const has = (id) => Boolean(taken?.has?.(id));
+  const slug = wordSlug(label);
+  if (!slug) {
+    let id;
+    do id = `${prefix}-${hexPart()}`;
+    while (has(id));
+    return id;
+  }
+  const base = `${prefix}-${slug}`;
+  let id = base;
+  for (let n = 2; has(id); n++) id = `${base}-${n}`;
+  return id;
 }
 
 // --- who the player is ---
@@ -269,14 +238,4 @@ export function actingCharacterOf(playerActions, characters, seats) {
   const primary = allSeats.find((s) => s?.primary) ?? allSeats.find((s) => s?.role === "player") ?? allSeats[0];
   if (!primary) return undefined;
   return byId(primary.currentCharacterId ?? primary.characterId ?? seatCharacterIds(primary, list, allSeats)[0]);
-}
-
-/** Look a text up in the translations for the game's language; {name} placeholders filled in. */
-export function translate(text, messagesOrContext, params) {
-  const source = String(text ?? "");
-  const messages = messagesOrContext?.messages ?? messagesOrContext;
-  const table = messages?.translations ?? messages ?? {};
-  const found = typeof table[source] === "string" ? table[source] : source;
-  if (!params) return found;
-  return found.replace(/\{(\w+)\}/g, (whole, name) => (name in params ? String(params[name]) : whole));
 }

@@ -463,15 +463,6 @@ CASES = [
         expect=[(P, "/runtime/io/selfData/0/namespace", "namespace-undeclared")],
     ),
     Case(
-        "namespace-undeclared-watch",
-        set={
-            "/contributes/extensions": [
-                {"point": "ui.slot@1", "id": "tray", "slot": "sidebar", "watch": ["ghosts"]}
-            ]
-        },
-        expect=[(P, "/contributes/extensions/0/watch/0", "namespace-undeclared")],
-    ),
-    Case(
         "namespace-undeclared-projection",
         set={
             "/contributes/worldProjections": {
@@ -1013,6 +1004,9 @@ def test_the_corpus_covers_every_rule_code() -> None:
         "url-invalid",  # test_rules_extra.py
         "path-invalid",  # test_paths.py
         "locale-section-unknown",  # test_loader.py
+        "locale-messages-invalid",  # test_locale_messages.py
+        "older-format",  # test_locale_messages.py
+        "locale-placeholders-differ",  # test_locale_messages.py
         "host-version-invalid",  # test_rules_extra.py
     }
     raised = raised_codes(rules, loader, context)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 import pytest
@@ -205,7 +206,10 @@ def test_a_tool_returns_the_envelope_with_model_view_and_proposals(notes, host, 
     }
     assert proposal["source"] == {"pluginId": "notes", "runtimeId": "notes"}
     assert (proposal["sessionId"], proposal["turnId"]) == ("s1", "t1")
-    assert proposal["id"].startswith("prop-")
+    # Covel's makeProposal gives a plain UUID.
+    assert re.fullmatch(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", proposal["id"]
+    )
     # The tool only proposes: nothing was saved.
     assert callbacks.data == {}
 

@@ -166,7 +166,7 @@ def test_imports_inside_the_package_and_the_provided_modules_resolve(make_packag
                   covel.registerTool(covel.toolkit.tool({ name: "alpha", description: "a",
                     parameters: z.object({ n: z.number() }),
                     async execute({ n }) {
-                      return { n: double(n), t: translate("Hi {name}", { translations: { "Hi {name}": "Salut {name}" } }, { name: "Ana" }),
+                      return { n: double(n), t: translate({ messages: { translations: { "Hi {name}": "Salut {name}" } } }, "Hi {name}", { name: "Ana" }),
                                seats: seatCharacterIds("s1", [{ id: "c9", seatId: "s1" }], [{ id: "s1", currentCharacterId: "c1" }]),
                                kind: typeof makeProposal };
                     } }));
