@@ -185,7 +185,7 @@ def mutated_base(draw: st.DrawFn) -> dict[str, Any]:
                 del node[last]
             elif isinstance(node, dict):
                 node[draw(KEYS)] = draw(VALUES)
-            else:
+            elif isinstance(node, list):
                 node.append(draw(VALUES))
         except (KeyError, IndexError, TypeError):
             continue  # an earlier mutation removed or reshaped this spot
