@@ -182,9 +182,9 @@ def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
     scope = PermissionScope.objects.select_related("request").filter(package_key=package_id).first()
     request = scope.request if scope is not None else None
     current = disk_code(package)
+    if not current and (request is None or request.state != ApprovalRequest.State.APPROVED):
+        return approved_copy(source_dir=source, code=[])  # no code to run: an empty folder
     if request is None:
-        if scope is not None and not current:
-            return approved_copy(source_dir=source, code=[])  # runs no code: an empty folder
         raise PluginLoadError(
             f"package {package_id} waits for a staff review of its server code",
             code="plugin_not_approved",
