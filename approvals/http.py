@@ -13,10 +13,12 @@ Rules, in the order they are checked (each request and each redirect hop):
 
 from __future__ import annotations
 
+import concurrent.futures
 import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -44,15 +46,36 @@ REDIRECT_CODES = {301, 302, 303, 307, 308}
 
 
 class HttpError(Exception):
-    """Base of the client's errors; message is safe to show to the plugin."""
+    """Base of the client's errors; message is safe to show to the plugin; code is stable."""
+
+    code = "http_error"
 
 
 class HttpRefused(HttpError):
     """The request breaks a rule: nothing was sent (or the redirect was not followed)."""
 
+    code = "http_refused"
+
 
 class HttpFailed(HttpError):
     """The request was allowed but the network failed (DNS, TLS, timeout, too large a response)."""
+
+    code = "http_failed"
+
+
+class HttpTimeout(HttpFailed):
+    """The whole exchange (DNS, connect, TLS, every read, every redirect) passed its deadline."""
+
+    code = "http_timeout"
+
+
+def _timed_out(timeout: float) -> HttpTimeout:
+    return HttpTimeout(
+        f"covel.http timed out: the request did not finish within its deadline of {timeout:g} s"
+    )
+
+
+_DNS_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="covel-dns")
 
 
 def _who(package: str, runtime: str | None) -> str:
@@ -164,14 +187,27 @@ def _is_public(address: str) -> bool:
 
 
 def _resolve(
-    *, host: str, port: int, method: str, origin: str, package: str, runtime: str | None
+    *,
+    host: str,
+    port: int,
+    method: str,
+    origin: str,
+    package: str,
+    runtime: str | None,
+    deadline: float | None = None,
+    timeout: float = MAX_TIMEOUT,
 ) -> list[str]:
     try:
         literal = ipaddress.ip_address(host.strip("[]"))
         addresses = [str(literal)]
     except ValueError:
+        # getaddrinfo has no timeout of its own: wait for it only as long as the deadline allows.
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        future = _DNS_POOL.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = future.result(timeout=wait)
+        except concurrent.futures.TimeoutError:
+            raise _timed_out(timeout) from None
         except OSError as exc:
             raise HttpFailed(f"covel.http could not resolve {host}: {exc}") from None
         addresses = list(dict.fromkeys(info[4][0] for info in infos))
@@ -198,6 +234,7 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         super().__init__(host, port, context=context, timeout=timeout)
         self._addresses = addresses
         self._context = context
+        self.tcp_socket: socket.socket | None = None
 
     def connect(self) -> None:
         error: OSError | None = None
@@ -207,7 +244,13 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
             except OSError as exc:
                 error = exc
                 continue
-            self.sock = self._context.wrap_socket(sock, server_hostname=self.host.strip("[]"))
+            self.sock = self._context.wrap_socket(
+                sock, server_hostname=self.host.strip("[]"), do_handshake_on_connect=False
+            )
+            # Kept for the deadline (http.client drops self.sock once the response owns it), and
+            # set before the handshake, so a server stalling the handshake is cut off too.
+            self.tcp_socket = self.sock
+            self.sock.do_handshake()
             return
         raise error or OSError(f"no address to connect to for {self.host}")
 
@@ -269,11 +312,18 @@ def plugin_http_request(
                 k: v for k, v in send_headers.items() if k.lower() not in CREDENTIAL_HEADERS
             }
         addresses = _resolve(
-            host=host, port=port, method=method, origin=origin, package=package, runtime=qualified
+            host=host,
+            port=port,
+            method=method,
+            origin=origin,
+            package=package,
+            runtime=qualified,
+            deadline=deadline,
+            timeout=timeout,
         )
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise HttpFailed(f"covel.http timed out after {timeout:g} s")
+            raise _timed_out(timeout)
         status, response_headers, response_body, location = _send(
             host=host,
             port=port,
@@ -285,6 +335,8 @@ def plugin_http_request(
             body=body,
             timeout=remaining,
             limit=limit,
+            deadline=deadline,
+            total=timeout,
         )
         if status in REDIRECT_CODES and location:
             url = urljoin(url, location)
@@ -309,14 +361,36 @@ def _send(
     body: bytes | None,
     timeout: float,
     limit: int,
+    deadline: float,
+    total: float,
 ) -> tuple[int, dict[str, str], bytes, str | None]:
     connection = _PinnedHTTPSConnection(
         host, port, addresses=addresses, context=context, timeout=timeout
     )
+    # A socket timeout bounds each read, not the exchange: a server sending one byte just
+    # inside it would hold the call for ever. At the deadline this timer cuts the connection,
+    # so every blocked connect, handshake or read returns at once.
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        sock = connection.tcp_socket
+        if sock is not None:
+            try:
+                # The plain socket's shutdown: it ends a read blocked in another thread, TLS or not.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(max(0.0, deadline - time.monotonic()), cut)
+    timer.daemon = True
+    timer.start()
     try:
         connection.request(method, path, body=body, headers=headers)
         response = connection.getresponse()
         data = response.read(limit + 1)
+        if expired.is_set():  # a cut connection reads as an early end: never a short success
+            raise _timed_out(total)
         if len(data) > limit:
             raise HttpFailed(f"covel.http refused a response larger than {limit} bytes")
         merged: dict[str, str] = {}
@@ -324,9 +398,14 @@ def _send(
             key = name.lower()
             merged[key] = f"{merged[key]}, {value}" if key in merged else value
         return response.status, merged, data, response.getheader("Location")
-    except (OSError, http.client.HTTPException) as exc:
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        if expired.is_set() or time.monotonic() >= deadline:
+            raise _timed_out(total) from None
         if isinstance(exc, ssl.SSLError | ssl.CertificateError):
             raise HttpFailed(f"covel.http TLS failure with {host}: {exc}") from None
+        if isinstance(exc, ValueError):
+            raise
         raise HttpFailed(f"covel.http request to {host} failed: {exc}") from None
     finally:
+        timer.cancel()
         connection.close()

@@ -21,11 +21,18 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+from catalogue.manifest.package_files import FileRefused, file_sha256, package_inventory, read_bytes
+
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 DEFAULT_METHODS = ["GET"]
-CODE_SUFFIXES = (".js", ".mjs", ".cjs")
-# Folders never run on the server: offline test cases and vendored installs.
-SKIPPED_DIRS = {"tests", "node_modules", ".git"}
+# Files Node can execute: one of them (or a manifest naming server code) makes the package one
+# that runs code, and then every file the host could import is part of what staff approve.
+CODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".wasm", ".node")
+# Text the hub reads and the host never gets: manifests, their translations and prompts, notes.
+# They are not copied into the approved store, so no code can import them either.
+HUB_ONLY_SUFFIXES = (".md",)
+HUB_ONLY_DIRS = ("locales/",)
+MANIFEST_LIMIT = 1024 * 1024
 
 PermissionSet = dict[str, list[dict[str, Any]]]
 
@@ -108,8 +115,9 @@ def read_frontmatter(path: Path) -> dict[str, Any]:
     from ruamel.yaml import YAML
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+        # A FIFO or device named RUNTIME.md must not block the sync: regular files only, capped.
+        text = read_bytes(path, limit=MANIFEST_LIMIT).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
         return {}
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -144,9 +152,14 @@ def _file_hash(root: Path, relative: str) -> str | None:
     except ValueError:
         return None  # outside the package: never hashed, never approved by accident
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return file_sha256(path)  # streamed; FIFOs, devices and oversized files are refused
+    except (FileRefused, OSError):
         return None
+
+
+def is_hub_only(relative: str) -> bool:
+    """A file the host is never given (and so never in the approved set)."""
+    return relative.lower().endswith(HUB_ONLY_SUFFIXES) or relative.startswith(HUB_ONLY_DIRS)
 
 
 def _runtime_specs(
@@ -159,7 +172,10 @@ def _runtime_specs(
         specs.append((package_id, root, inline))
     runtimes_dir = root / "runtimes"
     if runtimes_dir.is_dir():
-        for folder in sorted(p for p in runtimes_dir.iterdir() if p.is_dir()):
+        # A linked runtime folder is not followed (the loader refuses links out of the package).
+        for folder in sorted(
+            p for p in runtimes_dir.iterdir() if p.is_dir() and not p.is_symlink()
+        ):
             data = read_frontmatter(folder / "RUNTIME.md")
             if (folder / "RUNTIME.md").is_file():
                 specs.append((f"{package_id}/{folder.name}", folder, data))
@@ -214,21 +230,19 @@ def compute_permission_set(
                     f"projection handler {name}",
                 )
 
-    # Every other module the entry or a handler could import is server code too.
-    if root.is_dir():
-        for dirpath, dirnames, filenames in os.walk(root):
-            here = Path(dirpath)
-            if here == root:
-                dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
-            else:
-                dirnames[:] = [d for d in dirnames if d not in {"node_modules", ".git"}]
-            dirnames.sort()
-            for filename in sorted(filenames):
-                if filename.endswith(CODE_SUFFIXES):
-                    relative = (here / filename).relative_to(root).as_posix()
-                    if relative not in roles:
-                        top = relative.split("/", 1)[0]
-                        add(relative, "tool module" if top == "tools" else "module")
+    # Every other file the host could import is part of the approved set too: any extension,
+    # any folder (tests/ included), everything but the hub-only text. Read through the same
+    # inventory as sync: special files and links out of the package are never opened.
+    files = package_inventory(root).files if root.is_dir() else []
+    runs_code = bool(roles) or any(f.relative.endswith(CODE_SUFFIXES) for f in files)
+    if runs_code:
+        for item in files:
+            if item.relative not in roles and not is_hub_only(item.relative):
+                top = item.relative.split("/", 1)[0]
+                if item.relative.endswith(CODE_SUFFIXES):
+                    add(item.relative, "tool module" if top == "tools" else "module")
+                else:
+                    add(item.relative, "file the code can import")
 
     code = [
         {"path": path, "sha256": _file_hash(root, path), "roles": roles[path]}
@@ -278,7 +292,9 @@ def describe(permissions: Mapping[str, Any]) -> list[str]:
     lines = []
     for item in permissions.get("code", []):
         what = ", ".join(item["roles"])
-        if item["sha256"]:
+        if item["sha256"] and item["roles"] == ["file the code can import"]:
+            lines.append(f"Gives its code the file {item['path']} (sha256 {item['sha256'][:12]}…).")
+        elif item["sha256"]:
             lines.append(
                 f"Runs server code from {item['path']} ({what}; sha256 {item['sha256'][:12]}…)."
             )

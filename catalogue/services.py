@@ -615,12 +615,18 @@ def _load(path: Path, host_version: str) -> LoadResult:
 
 def _request_approval(package: Package) -> None:
     # Imported here: approvals imports the catalogue's models, never the other way at load time.
+    # Not caught: it runs in the package's own transaction, so a failure (or a sync killed
+    # here) leaves the previous row, never a changed package without its approval request.
     from approvals.services import approval_request_sync
 
-    try:
-        approval_request_sync(package=package)
-    except Exception:
-        log.exception("could not request approval for %s", package)
+    approval_request_sync(package=package)
+
+
+def _approval_scope_hashes() -> dict[str, str]:
+    """package id -> the content hash approvals last saw (to repair an interrupted sync)."""
+    from approvals.models import PermissionScope
+
+    return dict(PermissionScope.objects.values_list("package_key", "content_hash"))
 
 
 @contextmanager
@@ -720,23 +726,37 @@ def _packages_sync(
             }
         )
 
+    scopes = _approval_scope_hashes()
     for package_id, path, source, content_hash, result, row in pending:
         if row is not None:
             summary.unchanged.append(package_id)
             kept.add(row.pk)
+            if row.source != Package.Source.BUNDLED and scopes.get(package_id) != content_hash:
+                # Indexed, but approvals never saw these files (a sync from before one package
+                # transaction, or a crash): record what it asks for now rather than leave it
+                # waiting for a review nobody was asked for.
+                try:
+                    with transaction.atomic():
+                        _request_approval(Package.objects.get(pk=row.pk))
+                except Exception:
+                    log.exception("could not request approval for %s", package_id)
             if row.shadowed != shadowed.get(package_id, []):
                 Package.objects.filter(pk=row.pk).update(shadowed=shadowed.get(package_id, []))
             if row.state == Package.State.ERROR:
                 summary.invalid.append((package_id, row.errors))
             continue
         try:
-            package = package_index(
-                result=result,
-                source=source,
-                content_hash=content_hash,
-                host_version=host_version,
-                shadowed=shadowed.get(package_id),
-            )
+            # The package's rows and its approval request commit together or not at all.
+            with transaction.atomic():
+                package = package_index(
+                    result=result,
+                    source=source,
+                    content_hash=content_hash,
+                    host_version=host_version,
+                    shadowed=shadowed.get(package_id),
+                )
+                if package.trust == Package.Trust.COMMUNITY:
+                    _request_approval(package)
         except Exception as exc:  # one package's rows must never stop the others
             log.exception("could not index %s", path)
             previous = existing.get(str(path))
@@ -760,8 +780,6 @@ def _packages_sync(
         summary.indexed.append(package_id)
         if package.state == Package.State.ERROR:
             summary.invalid.append((package_id, package.errors))
-        if package.trust == Package.Trust.COMMUNITY:
-            _request_approval(package)
 
     for package_id, ignored, kept_dir in summary.duplicates:
         summary.invalid.append(

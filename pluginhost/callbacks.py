@@ -170,7 +170,8 @@ def approved_http_request(
         if refused is not None and isinstance(exc, refused):
             raise CallbackRefused(str(exc), code="http_refused") from exc
         if failed is not None and isinstance(exc, failed):
-            raise CallbackRefused(str(exc), code="http_failed") from exc
+            # http_timeout for a passed deadline, http_failed for other network failures.
+            raise CallbackRefused(str(exc), code=getattr(exc, "code", "http_failed")) from exc
         raise
 
 

@@ -131,7 +131,16 @@ def _entry(manifest: Manifest) -> str | None:
     return "./server/index.js" if default.is_file() else None
 
 
-def load_request(manifest: Manifest) -> dict[str, Any]:
+def code_root(manifest: Manifest) -> str:
+    """The folder the host imports the package from: bundled code runs where it is; community
+    code only from the verified copy of its approved files (approvals/store.py), which raises
+    PluginLoadError (plugin_not_approved, plugin_code_changed) instead of loading anything else."""
+    from approvals.store import package_code_root
+
+    return package_code_root(package_id=manifest.id, source_dir=manifest.path)
+
+
+def load_request(manifest: Manifest, root: str | None = None) -> dict[str, Any]:
     runtimes = []
     for runtime in manifest.runtimes:
         handler = _handler_path(manifest, runtime)
@@ -151,7 +160,7 @@ def load_request(manifest: Manifest) -> dict[str, Any]:
         )
     return {
         "package": manifest.id,
-        "root": str(Path(manifest.path).resolve()),
+        "root": root or code_root(manifest),
         "entry": _entry(manifest),
         "declared": _declared(manifest),
         "runtimes": runtimes,
@@ -165,18 +174,22 @@ _KEY_TTL = 2.0  # seconds; a package edited on disk is picked up this soon, with
 
 
 def _load_key(manifest: Manifest) -> Any:
-    """Changes when the package's files change on disk (newest mtime under the folder)."""
-    root = str(Path(manifest.path).resolve())
+    """(the folder the host loads from, its newest mtime): changes when the files change.
+
+    A community package's folder is its approved copy, which never changes: a new approval is
+    a new folder, an edit is refused by code_root."""
+    source = str(Path(manifest.path).resolve())
     now = time.monotonic()
-    cached = _KEY_CACHE.get(root)
+    cached = _KEY_CACHE.get(source)
     if cached and now - cached[0] < _KEY_TTL:
         return cached[1]
+    root = code_root(manifest)
     newest = 0.0
     for path in Path(root).rglob("*"):
         if path.is_file():
             newest = max(newest, path.stat().st_mtime)
     key = (root, newest)
-    _KEY_CACHE[root] = (now, key)
+    _KEY_CACHE[source] = (now, key)
     return key
 
 
@@ -204,7 +217,11 @@ def plugin_load(
         host.restart()
     host.loads += 1
     answer = host.request(
-        "load", load_request(manifest), callbacks=callbacks, timeout=LOAD_TIMEOUT, during_load=True
+        "load",
+        load_request(manifest, root=key[0]),
+        callbacks=callbacks,
+        timeout=LOAD_TIMEOUT,
+        during_load=True,
     )
     host.mark_loaded(
         manifest.id,

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from catalogue.manifest import rules, schema
+from catalogue.manifest import package_files, rules, schema, schema_files
 from catalogue.manifest.context import PLUGIN_FILE, Context, RuntimeDoc
 from catalogue.manifest.fingerprint import code_fingerprint
 from catalogue.manifest.frontmatter import YAML_CODES, Parsed, parse_yaml, split_markdown
@@ -96,8 +96,10 @@ def package_hash(root: Path) -> str:
 
     Symbolic links contribute their target text, never the bytes behind them, and special
     files (FIFOs, devices) only their names: hashing must not block or leave the package.
+    Files are streamed; those over the loader's caps (package_files) count by size and time.
     """
     digest = hashlib.sha256()
+    budget = package_files.MAX_PACKAGE_BYTES
     found: list[tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in _HASH_SKIP)
@@ -115,9 +117,17 @@ def package_hash(root: Path) -> str:
             digest.update(b"link:" + os.readlink(full).encode("utf-8", "surrogateescape"))
         elif stat.S_ISREG(info.st_mode):
             digest.update(str(info.st_size).encode() + b"\0")
-            with open(full, "rb") as handle:
-                for chunk in iter(lambda: handle.read(1 << 16), b""):
-                    digest.update(chunk)
+            if info.st_size > package_files.MAX_PACKAGE_FILE_BYTES or budget < info.st_size:
+                # Past the caps the loader refuses the package anyway: its size and time stand
+                # for its bytes, so a huge file costs a stat, not a read, on every sync.
+                digest.update(b"stat:%d:%d" % (info.st_mtime_ns, info.st_ino))
+            else:
+                budget -= info.st_size
+                try:
+                    for chunk in package_files.read_chunks(full):
+                        digest.update(chunk)
+                except OSError:  # swapped for a FIFO or grown since the lstat: never waited on
+                    digest.update(b"unreadable")
         digest.update(b"\0")
     return digest.hexdigest()
 
@@ -199,6 +209,16 @@ class _Loader:
                 PLUGIN_FILE, "", "plugin-md-missing", "the package has no PLUGIN.md at its root"
             )
             return None
+        hostile = [
+            issue
+            for issue in package_files.package_inventory(root).issues
+            if issue.code in package_files.REFUSING_CODES
+        ]
+        if hostile:
+            # FIFOs, devices, links out of the package, files over the caps: refused before any
+            # other file is opened, so no later read can block on one or leave the package.
+            ctx.errors.extend(hostile)
+            return None
         parsed = self.read(PLUGIN_FILE)
         data = self.mapping(parsed, PLUGIN_FILE) if parsed else None
         self.raw = data
@@ -220,6 +240,7 @@ class _Loader:
         self.current_file = PLUGIN_FILE
         rules.check_graph(ctx)
         self.detect_older_format()
+        schema_files.check_schema_files(ctx)
         self.merge_schema_issues()
         self.drop_echoes_of_refused_values()
         if ctx.errors or data is None:

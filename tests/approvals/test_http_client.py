@@ -12,6 +12,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from approvals.http import HttpFailed, HttpRefused, _is_public, plugin_http_request
+from approvals.http import HttpFailed, HttpRefused, HttpTimeout, _is_public, plugin_http_request
 from approvals.selectors import approval_current
 from approvals.services import approval_decide
 
@@ -121,6 +122,23 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Location", query["to"][0])
             self.send_header("Content-Length", "0")
             self.end_headers()
+            return
+        if parts.path in ("/dribble", "/dribble-headers"):
+            # One byte every 0.5 s: each read is well inside a 1 s socket timeout.
+            if parts.path == "/dribble":
+                self.send_response(200)
+                self.send_header("Content-Length", "20")
+                self.end_headers()
+                chunks = [b"x"] * 20
+            else:
+                chunks = [bytes([c]) for c in b"HTTP/1.1 200 OK\r\nX-Slow: yes\r\n\r\n"]
+            for chunk in chunks:
+                try:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(0.5)
             return
         if parts.path == "/big":
             payload = b"x" * 4096
@@ -412,3 +430,42 @@ def test_header_injection_is_refused(fetcher, server):
     with pytest.raises(HttpRefused, match="line break"):
         fetch(f"https://localhost:{port}/hello", headers={"X-A": "1\r\nX-Injected: 2"})
     assert recorder.requests == []
+
+
+@pytest.mark.parametrize("path", ["/dribble", "/dribble-headers"])
+def test_the_timeout_is_a_deadline_for_the_whole_exchange(fetcher, server, path):
+    """A server that sends a byte every 0.5 s never trips a per-read 1 s timeout; the deadline
+    still ends the call at about 1 s, with its own code."""
+    port, _ = server
+    started = time.monotonic()
+    with pytest.raises(HttpTimeout, match="deadline of 1 s") as caught:
+        plugin_http_request(
+            package="fetcher",
+            runtime=None,
+            method="GET",
+            url=f"https://localhost:{port}{path}",
+            headers={},
+            body=None,
+            timeout=1,
+        )
+    elapsed = time.monotonic() - started
+    assert caught.value.code == "http_timeout"
+    assert 0.9 <= elapsed < 1.6, elapsed
+
+
+def test_a_timeout_reaches_plugin_code_as_http_timeout(fetcher, server):
+    from pluginhost.callbacks import approved_http_request
+    from pluginhost.errors import CallbackRefused
+
+    port, _ = server
+    with pytest.raises(CallbackRefused) as caught:
+        approved_http_request(
+            package="fetcher",
+            runtime=None,
+            method="GET",
+            url=f"https://localhost:{port}/dribble",
+            headers={},
+            body=None,
+            timeout=1,
+        )
+    assert caught.value.code == "http_timeout"

@@ -28,18 +28,29 @@ def test_it_lists_entry_handlers_guards_and_tools_with_hashes(packages, db):
             "tools/save-note.js": "export default () => 1;\n",
             "handler.js": "export default () => ({});\n",
             "guards/skip.js": "export default () => false;\n",
-            "tests/helper.js": "// offline tests never run on the server\n",
+            "tests/helper.js": "export const leaked = true;\n",
+            "lib/types.ts": "export const n: number = 1;\n",
+            "data/table.json": "[1, 2]",
+            "locales/fr.yaml": "PLUGIN.md: {}\n",
             "README.md": "not code",
         },
     )
     permissions = compute(package)
     by_path = {item["path"]: item for item in permissions["code"]}
+    # Every file the host could import, any extension, any folder (tests/ too); the hub-only
+    # text (Markdown, locales/) is never given to the host, so it is not part of the set.
     assert sorted(by_path) == [
+        "data/table.json",
         "guards/skip.js",
         "handler.js",
+        "lib/types.ts",
         "server/index.js",
+        "tests/helper.js",
         "tools/save-note.js",
     ]
+    assert by_path["tests/helper.js"]["roles"] == ["module"]
+    assert by_path["lib/types.ts"]["roles"] == ["module"]
+    assert by_path["data/table.json"]["roles"] == ["file the code can import"]
     assert by_path["server/index.js"]["roles"] == ["entry module"]
     assert by_path["handler.js"]["roles"] == ["function handler of runtime notebook"]
     assert by_path["guards/skip.js"]["roles"] == ["guard of runtime notebook"]
@@ -159,3 +170,22 @@ def test_diff_and_description_speak_plainly():
     )
     assert "Runtime p/r may send GET requests to https://c.example." in lines
     assert permission_hash(requested) != permission_hash(approved)
+
+
+def test_a_package_without_code_asks_for_nothing_even_with_data_files(packages, db):
+    package = packages.write("lore", files={"data/table.json": "[1]", "schemas/x.json": "{}"})
+    assert compute(package) == {"code": [], "http": []}
+
+
+def test_special_files_and_links_out_are_never_opened_or_listed(packages, db, tmp_path):
+    import os
+
+    package = packages.write("hostile", files={"server/index.js": "export default () => {};\n"})
+    from pathlib import Path
+
+    root = Path(package.source_dir)
+    os.mkfifo(root / "x.js")  # opening it for reading would block until a writer comes
+    (tmp_path / "secret.js").write_text("export const key = 'outside';\n")
+    os.symlink(tmp_path / "secret.js", root / "server" / "leak.js")
+    paths = [item["path"] for item in compute(package)["code"]]
+    assert paths == ["server/index.js"]

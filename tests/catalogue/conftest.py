@@ -133,9 +133,14 @@ def plugin_dirs(real_plugin_dirs: PluginDirs, monkeypatch: pytest.MonkeyPatch) -
 @pytest.fixture
 def approval_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    monkeypatch.setattr(
-        "catalogue.services._request_approval", lambda package: calls.append(package.package_id)
-    )
+    seen: dict[str, str] = {}  # what approvals would have recorded: the hash it was shown
+
+    def request(package: Any) -> None:
+        calls.append(package.package_id)
+        seen[package.package_id] = package.content_hash
+
+    monkeypatch.setattr("catalogue.services._request_approval", request)
+    monkeypatch.setattr("catalogue.services._approval_scope_hashes", lambda: dict(seen))
     return calls
 
 

@@ -122,10 +122,15 @@ def test_an_example_whose_schema_cannot_be_used_is_reported(
         [{"id": "gate", "text": "Locked."}],
         **{"schemas/facts.schema.json": json.dumps(schema)},
     )
-    issue = the_error(result)
+    unchecked = [e for e in result.errors if e.file == P]
+    assert len(unchecked) == 1, [str(e) for e in result.errors]
+    issue = unchecked[0]
     assert (issue.path, issue.code) == (f"{AUTHORING}/example", "authoring-example-unchecked")
     assert f"the example {EXAMPLE} cannot be checked" in issue.message
     assert "schemas/facts.schema.json" in issue.message and reason in issue.message
+    # The schema file itself is judged too (catalogue/manifest/schema_files.py), on its own line.
+    (own,) = [e for e in result.errors if e.file == "schemas/facts.schema.json"]
+    assert own.code.startswith("schema-"), str(own)
 
 
 # ---------------------------------------------------------------- source.path

@@ -427,7 +427,66 @@ CASES = [
             "examples/facts.json": FACTS_EXAMPLE,
             "schemas/facts.schema.json": json.dumps({"$ref": "https://example.com/fact.json"}),
         },
-        expect=[(P, "/contributes/data/facts/authoring/example", "authoring-example-unchecked")],
+        expect=[
+            (P, "/contributes/data/facts/authoring/example", "authoring-example-unchecked"),
+            ("schemas/facts.schema.json", "/$ref", "schema-ref-outside"),
+        ],
+    ),
+    # Schema files are parsed and checked by validate_plugin, not first in a turn.
+    Case(
+        "schema-ref-cycle",
+        set={"/contributes/data/facts/schema": "./schemas/facts.schema.json"},
+        files={
+            "schemas/facts.schema.json": json.dumps(
+                {
+                    "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}},
+                    "$ref": "#/$defs/a",
+                }
+            )
+        },
+        expect=[("schemas/facts.schema.json", "/$defs/b/anyOf/0/$ref", "schema-ref-cycle")],
+    ),
+    Case(
+        "schema-ref-outside",
+        set={"/contributes/data/facts/schema": "./schemas/facts.schema.json"},
+        files={
+            "schemas/facts.schema.json": json.dumps(
+                {"properties": {"who": {"$ref": "../../secret.json"}}}
+            )
+        },
+        expect=[("schemas/facts.schema.json", "/properties/who/$ref", "schema-ref-outside")],
+    ),
+    Case(
+        "schema-ref-unresolvable",
+        set={"/contributes/data/facts/schema": "./schemas/facts.schema.json"},
+        files={"schemas/facts.schema.json": json.dumps({"items": {"$ref": "#/$defs/none"}})},
+        expect=[("schemas/facts.schema.json", "/items/$ref", "schema-ref-unresolvable")],
+    ),
+    Case(
+        "schema-not-json",
+        set={"/contributes/data/facts/schema": "./schemas/facts.schema.json"},
+        files={"schemas/facts.schema.json": "{type: object}"},
+        expect=[("schemas/facts.schema.json", "", "schema-not-json")],
+    ),
+    Case(
+        "schema-invalid",
+        set={"/contributes/data/facts/schema": "./schemas/facts.schema.json"},
+        files={"schemas/facts.schema.json": json.dumps({"properties": {"n": {"minimum": "1"}}})},
+        expect=[("schemas/facts.schema.json", "/properties/n/minimum", "schema-invalid")],
+    ),
+    Case(
+        "schema-too-large",
+        set={"/contributes/data/facts/schema": "./schemas/facts.schema.json"},
+        files={
+            "schemas/facts.schema.json": json.dumps({"description": "x" * (256 * 1024)}),
+        },
+        expect=[("schemas/facts.schema.json", "", "schema-too-large")],
+    ),
+    Case(
+        "schema-too-complex",
+        set={"/contributes/data/facts/schema": "./schemas/facts.schema.json"},
+        files={"schemas/facts.schema.json": '{"not":' * 70 + "{}" + "}" * 70},
+        expect=[("schemas/facts.schema.json", "/not" * 65, "schema-too-complex")],
     ),
     Case(
         "authoring-source-path-invalid",

@@ -1,0 +1,233 @@
+"""Approved code is pinned: the host runs a community package from a verified copy of the files
+staff approved, never from the package folder.
+
+    var/approved/<sha256 of the approved file set>/<the approved files, and nothing else>
+
+A copy is written once (into a temporary folder that is renamed into place, so a half-written
+copy is never used), each file streamed and hashed while it is copied; a byte that differs from
+the approved hash aborts the copy. The folder is named by the set, so it never changes: an edit
+on disk cannot reach the host. The check here also compares the folder's files with the approval
+on every (re)load: a changed file makes the package pending again (a sync writes the new request)
+and the load is refused with plugin_code_changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from catalogue.manifest.package_files import FileRefused, package_inventory, read_chunks
+
+log = logging.getLogger(__name__)
+
+STORE_FOLDER = "approved"
+_DISK_CODE: dict[str, tuple[Any, list[tuple[str, str | None]]]] = {}
+_LOCK = threading.Lock()
+
+
+def store_root() -> Path:
+    return Path(settings.VAR_DIR) / STORE_FOLDER
+
+
+def code_pairs(code: Sequence[Mapping[str, Any]]) -> list[tuple[str, str | None]]:
+    return sorted((str(item["path"]), item.get("sha256")) for item in code)
+
+
+def code_digest(code: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 of the approved file set: each file's path and sha256, sorted (roles do not count)."""
+    text = "".join(f"{sha}  {path}\n" for path, sha in code_pairs(code))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CodeCopyFailed(Exception):
+    """A file on disk no longer has the approved bytes (or cannot be read as a regular file)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def approved_copy(*, source_dir: str | os.PathLike[str], code: Sequence[Mapping[str, Any]]) -> Path:
+    """The store folder of this approved set, written now from source_dir if it is missing."""
+    final = store_root() / code_digest(code)
+    if final.is_dir():
+        return final
+    store_root().mkdir(parents=True, exist_ok=True)
+    source = Path(source_dir).resolve()
+    temporary = Path(tempfile.mkdtemp(prefix=".incoming-", dir=store_root()))
+    try:
+        for path, sha in code_pairs(code):
+            _copy_verified(source, path, sha, temporary)
+        for folder, _dirs, names in os.walk(temporary):
+            for name in names:
+                os.chmod(os.path.join(folder, name), stat.S_IRUSR | stat.S_IRGRP)
+        try:
+            os.rename(temporary, final)
+        except OSError:
+            if not final.is_dir():  # not another worker that got there first
+                raise
+            shutil.rmtree(temporary, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return final
+
+
+def _copy_verified(source: Path, relative: str, sha: str | None, into: Path) -> None:
+    parts = relative.split("/")
+    if sha is None or not relative or relative.startswith("/") or ".." in parts:
+        raise CodeCopyFailed(relative, f"{relative} is missing or outside the package")
+    real = (source / relative).resolve()
+    if real != source and source not in real.parents:
+        raise CodeCopyFailed(relative, f"{relative} leads outside the package")
+    target = into.joinpath(*parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    try:
+        with open(target, "wb") as out:
+            for chunk in read_chunks(real):
+                digest.update(chunk)
+                out.write(chunk)
+    except (FileRefused, OSError) as exc:
+        raise CodeCopyFailed(relative, f"{relative} cannot be copied: {exc}") from None
+    if digest.hexdigest() != sha:
+        raise CodeCopyFailed(relative, f"{relative} changed since it was approved")
+
+
+# ------------------------------------------------------------------ which folder the host gets
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder.expanduser().resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def is_community_folder(path: str | os.PathLike[str]) -> bool:
+    """True for a folder in the user or a community plugin folder (the catalogue's rule: every
+    source but the bundled folder is community code, which needs approval)."""
+    resolved = Path(path).resolve()
+    if _inside(resolved, Path(settings.COVEL_BUNDLED_PLUGINS_DIR)):
+        return False
+    folders = [
+        Path(settings.COVEL_USER_PLUGINS_DIR),
+        *map(Path, settings.COVEL_COMMUNITY_PLUGIN_DIRS),
+    ]
+    return any(_inside(resolved, folder) for folder in folders)
+
+
+def disk_code(package: Any) -> list[tuple[str, str | None]]:
+    """The (path, sha256) pairs the package's folder holds now; rehashed only when a file's
+    name, size, time or inode changed (a stat walk, not a read, per check)."""
+    from approvals.services import package_permission_set
+
+    key = str(Path(package.source_dir).resolve())
+    signature = (package.content_hash, package_inventory(key).signature())
+    with _LOCK:
+        cached = _DISK_CODE.get(key)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    pairs = code_pairs(package_permission_set(package=package)["code"])
+    with _LOCK:
+        _DISK_CODE[key] = (signature, pairs)
+    return pairs
+
+
+def package_code_root(*, package_id: str, source_dir: str | os.PathLike[str]) -> str:
+    """The folder the JS host loads a package from.
+
+    Bundled packages and folders outside the configured plugin folders (an author's checkout
+    given to plugin_extract, a test's tmp folder) run where they are. A community package runs
+    only from the store copy of its approved file set; raises PluginLoadError with
+    plugin_not_installed, plugin_not_approved or plugin_code_changed otherwise.
+    """
+    source = Path(source_dir).resolve()
+    if not is_community_folder(source):
+        return str(source)
+    return str(_community_root(package_id, source, resync=True))
+
+
+def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
+    from approvals.models import ApprovalRequest, PermissionScope
+    from catalogue.models import Package
+    from pluginhost.errors import PluginLoadError
+
+    package = Package.objects.filter(package_id=package_id).first()
+    if package is None or Path(package.source_dir).resolve() != source:
+        raise PluginLoadError(
+            f"package {package_id} at {source} is not installed (run sync_packages)",
+            code="plugin_not_installed",
+        )
+    if package.trust == Package.Trust.BUNDLED:
+        return source
+    if package.state != Package.State.LOADED:
+        raise PluginLoadError(
+            f"package {package_id} failed to load; see its errors in the catalogue",
+            code="plugin_not_installed",
+        )
+    scope = PermissionScope.objects.select_related("request").filter(package_key=package_id).first()
+    request = scope.request if scope is not None else None
+    current = disk_code(package)
+    if not current and (request is None or request.state != ApprovalRequest.State.APPROVED):
+        return approved_copy(source_dir=source, code=[])  # no code to run: an empty folder
+    if request is None:
+        raise PluginLoadError(
+            f"package {package_id} waits for a staff review of its server code",
+            code="plugin_not_approved",
+        )
+    if request.state != ApprovalRequest.State.APPROVED:
+        raise PluginLoadError(
+            f"package {package_id}@{request.version} may not run: its request #{request.pk} is "
+            f"{request.state}; a staff member must approve it first",
+            code="plugin_not_approved",
+        )
+    approved = code_pairs(request.permissions.get("code") or [])
+    if current == approved:
+        try:
+            return approved_copy(source_dir=source, code=request.permissions.get("code") or [])
+        except CodeCopyFailed as exc:
+            changed = [exc.path]  # edited between the check and the copy
+    else:
+        changed = sorted({p for p, _ in set(current) ^ set(approved)})
+    if resync and _resync():
+        try:  # the change may be carried over (a narrower set): then the new copy runs
+            return _community_root(package_id, source, resync=False)
+        except PluginLoadError:
+            pass
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    raise PluginLoadError(
+        f"package {package_id} changed on disk since staff approved request #{request.pk} "
+        f"({shown}); it does not run until a staff member approves the new files",
+        code="plugin_code_changed",
+        details={"changed": changed, "approvedRequest": request.pk},
+    )
+
+
+def _resync() -> bool:
+    """Record the change the way the staff's re-sync button does (a new pending request in the
+    queue). Best effort: the refusal never depends on it, and the next load checks again."""
+    from catalogue.services import packages_sync
+
+    started = time.monotonic()
+    try:
+        with transaction.atomic():
+            packages_sync()
+    except Exception:
+        log.exception("could not re-sync packages after a change to approved code")
+        return False
+    log.warning("approved code changed on disk; re-synced in %.2f s", time.monotonic() - started)
+    return True
