@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "worlds",
     "pluginhost",
     "agents",
+    "eventlog",
     "jobs",
     "sources",
     "sessions.apps.PlayConfig",

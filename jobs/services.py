@@ -24,6 +24,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from core.sql import Table, insert, read_by_pk
+from eventlog.services import event_append, events_batched
 from jobs import notify
 from jobs.errors import (
     InvalidTransition,
@@ -55,7 +56,6 @@ from jobs.runners import (
     staleness_check,
 )
 from jobs.runners import package_version as current_version
-from sessions.services import event_append, events_batched
 
 log = logging.getLogger(__name__)
 
