@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q, RestrictedError
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from catalogue.manifest.loader import rules_version
 from catalogue.manifest.rules import is_package_id
@@ -614,11 +615,13 @@ def _load(path: Path, host_version: str) -> LoadResult:
 
 
 def _request_approval(package: Package) -> None:
-    # Imported here: approvals imports the catalogue's models, never the other way at load time.
-    from approvals.services import approval_request_sync
-
+    # approvals sits above the catalogue (it reads the catalogue's rows), so the sync reaches it
+    # through a dotted path in settings (COVEL_APPROVAL_REQUEST), never an import.
+    path = getattr(settings, "COVEL_APPROVAL_REQUEST", "")
+    if not path:
+        return
     try:
-        approval_request_sync(package=package)
+        import_string(path)(package=package)
     except Exception:
         log.exception("could not request approval for %s", package)
 

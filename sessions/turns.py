@@ -3,6 +3,15 @@
 A turn holds the session's lease (sessions.locks) from start to end, so two
 actions never interleave; it holds a database transaction only for the final commit. Runtime
 statuses are appended to the event stream as they happen, so a page sees them live.
+
+Below it: sessions.services (resolution, settle waits), sessions.locks, sessions.schema_files,
+eventlog (events) and jobs.services.job_defer, the one function through which detached runtimes
+leave the turn. Above it: the API, sessions.interactions (a form's answer runs a turn) and
+sessions.background (a job's runtime as a background turn).
+
+One piece, past 800 lines: it is one class, TurnExecutor, whose state (the overlay of staged
+writes, the frames of nested calls, results, story, jobs, events) every stage reads and
+writes; split by stage, each part would need all of it.
 """
 
 from __future__ import annotations
@@ -924,6 +933,7 @@ class TurnExecutor:
             emit=lambda topic, payload: self._emitted(planned, topic, payload),
             on_text=stream.add if stream is not None else None,
             tool_context={"turnNumber": self.logical_turn},
+            proposal_ops=proposal_ops,
         )
         run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
         result.warnings = list(run.warnings)
@@ -1167,12 +1177,12 @@ class TurnExecutor:
         if not self.jobs:
             return []
         try:
-            from jobs.services import job_enqueue, job_options_from_schedule
+            from jobs.services import job_defer
         except ImportError:
             return []
         ids = []
         for planned in self.jobs:
-            job = job_enqueue(
+            job = job_defer(
                 session_id=session.pk,
                 plugin_id=planned.package,
                 runtime_id=planned.runtime,
@@ -1182,7 +1192,7 @@ class TurnExecutor:
                     "playerMessage": self.request.message,
                     "playerActions": list(self.request.actions),
                 },
-                options=job_options_from_schedule(thaw(planned.detached)),
+                detached=thaw(planned.detached),
                 package_version=self.installed[planned.package].version,
             )
             self.results[planned.runtime].job_id = str(job.job_id)

@@ -25,7 +25,7 @@ def test_a_detached_runtime_is_deferred_then_committed_as_a_background_turn(
     file_database, alice, tmp_path
 ):
     from jobs.models import RuntimeJob
-    from jobs.services import job_execute
+    from jobs.worker import job_execute
 
     runtime = {
         "schedule": {"stage": "post-turn", "detached": {"maxExecutionMs": 20000}},

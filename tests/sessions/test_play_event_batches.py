@@ -12,7 +12,7 @@ from test_play_support import by_runtime, play
 from eventlog.models import SessionEvent
 from eventlog.services import event_append, events_batched
 from jobs.models import RuntimeJob
-from jobs.services import job_execute
+from jobs.worker import job_execute
 
 
 def event_inserts(queries) -> list[str]:

@@ -14,7 +14,7 @@ from test_play_job_events import detached_session
 from test_play_support import by_runtime, play, run_in_thread
 
 from jobs.models import RuntimeJob
-from jobs.services import job_execute
+from jobs.worker import job_execute
 from sessions.locks import session_lock_acquire, session_lock_release
 from sessions.models import Session, Turn
 

@@ -14,7 +14,8 @@ from test_play_support import by_runtime, index_folder, make_world, play, write_
 
 from eventlog.models import SessionEvent
 from jobs.models import RuntimeJob
-from jobs.services import job_cancel, job_execute
+from jobs.services import job_cancel
+from jobs.worker import job_execute
 from sessions.models import Turn
 from sessions.services import session_create
 
