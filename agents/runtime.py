@@ -1,6 +1,6 @@
 """Run one agent runtime of a package: prompt, tools, the loop, and what the tools wrote.
 
-The turn executor (sessions.turns) and the offline case runner (agents.cases) both call
+The turn executor (sessions.turns) and the offline case runner (sessions.cases) both call
 run_agent_runtime with an AgentRuntimeContext: everything the run may read, and handles for
 everything it may do (stage plugin-data writes, emit events, notify, ask with a form, call the
 plugin host). The run never raises for model, tool or plugin trouble: it returns an AgentRun.
@@ -110,6 +110,9 @@ class AgentRuntimeContext:
     call_tool: Callable[..., Any] | None = None
     call_service: Callable[..., Any] | None = None
     registered_tools: Sequence[Mapping[str, Any]] | None = None  # None: ask the host (plugin_load)
+    # How a plugin.data proposal's payload becomes ops (sessions.operations.proposal_ops): the
+    # caller's, as the data handle is, since agents sit below sessions and import none of it.
+    proposal_ops: Callable[[Mapping[str, Any]], list[Mapping[str, Any]]] | None = None
 
 
 def agent_slot(runtime: RuntimeManifest, user_settings: Mapping[str, Any]) -> str:
@@ -349,20 +352,20 @@ class _Executor:
         )
 
     def _stage_proposals(self, proposals: Sequence[Mapping[str, Any]]) -> str | None:
-        from sessions.errors import OperationError
-        from sessions.operations import proposal_ops
-
         for proposal in proposals:
             if proposal.get("type") != "plugin.data":
                 continue  # other proposal kinds are the caller's (kept in run.proposals)
             payload = proposal.get("payload") or {}
             namespace, key = str(payload.get("namespace")), str(payload.get("key"))
+            if self.context.proposal_ops is None:
+                return "plugin.data proposals cannot be staged here (no proposal_ops given)"
             try:
-                ops = proposal_ops(payload)
+                ops = self.context.proposal_ops(payload)
                 self.context.data.update(
                     plugin=self.manifest.id, namespace=namespace, key=key, ops=ops
                 )
-            except (OperationError, ValueError) as exc:
+            # Operation errors (sessions.errors.OperationError) are ValueErrors.
+            except ValueError as exc:
                 return str(exc)
             self.record.proposals.append(dict(proposal))
         return None
@@ -420,13 +423,11 @@ class _Executor:
         return self._write(dataset, str(args["key"]), ops)
 
     def _write(self, namespace: str, key: str, ops: list[dict[str, Any]]) -> ToolOutcome:
-        from sessions.errors import OperationError
-
         try:
             value = self.context.data.update(
                 plugin=self.manifest.id, namespace=namespace, key=key, ops=ops
             )
-        except (OperationError, ValueError) as exc:
+        except ValueError as exc:  # OperationError and WriteRefused are ValueErrors
             return ToolOutcome(False, error=f"{namespace}/{key}: the write was refused: {exc}")
         return ToolOutcome(True, {"key": key, "value": value, "staged": True})
 
@@ -474,13 +475,11 @@ class _Executor:
                 ops = [{"op": "delete"}]
             else:
                 continue
-            from sessions.errors import OperationError
-
             try:
                 self.context.data.update(
                     plugin=provider.id, namespace=str(op["namespace"]), key=str(op["key"]), ops=ops
                 )
-            except (OperationError, ValueError) as exc:
+            except ValueError as exc:  # OperationError and WriteRefused are ValueErrors
                 return ToolOutcome(
                     False, error=f"{binding.spec.name}: the service's write was refused: {exc}"
                 )

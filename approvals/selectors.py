@@ -113,6 +113,11 @@ def _with_newest(requests: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalReques
     return requests.select_related("decided_by", "package").annotate(newest_id=Subquery(newest))
 
 
+def approval_seen_hashes() -> dict[str, str]:
+    """package id -> the content hash approvals last saw (the sync repairs rows it never saw)."""
+    return dict(PermissionScope.objects.values_list("package_key", "content_hash"))
+
+
 def approval_list(*, state: str | None = None) -> QuerySet[ApprovalRequest]:
     requests = _with_newest(ApprovalRequest.objects.all())
     if state:

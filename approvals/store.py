@@ -51,6 +51,16 @@ def code_digest(code: Sequence[Mapping[str, Any]]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class CodeNotRunnable(Exception):
+    """This package's code may not run now; `code` is the host error code the caller reports
+    (plugin_not_installed, plugin_not_approved, plugin_code_changed). Its own type, because the
+    plugin host imports approvals, never the other way."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class CodeCopyFailed(Exception):
     """A file on disk no longer has the approved bytes (or cannot be read as a regular file)."""
 
@@ -152,7 +162,7 @@ def package_code_root(*, package_id: str, source_dir: str | os.PathLike[str]) ->
 
     Bundled packages and folders outside the configured plugin folders (an author's checkout
     given to plugin_extract, a test's tmp folder) run where they are. A community package runs
-    only from the store copy of its approved file set; raises PluginLoadError with
+    only from the store copy of its approved file set; raises CodeNotRunnable with
     plugin_not_installed, plugin_not_approved or plugin_code_changed otherwise.
     """
     source = Path(source_dir).resolve()
@@ -164,18 +174,17 @@ def package_code_root(*, package_id: str, source_dir: str | os.PathLike[str]) ->
 def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
     from approvals.models import ApprovalRequest, PermissionScope
     from catalogue.models import Package
-    from pluginhost.errors import PluginLoadError
 
     package = Package.objects.filter(package_id=package_id).first()
     if package is None or Path(package.source_dir).resolve() != source:
-        raise PluginLoadError(
+        raise CodeNotRunnable(
             f"package {package_id} at {source} is not installed (run sync_packages)",
             code="plugin_not_installed",
         )
     if package.trust == Package.Trust.BUNDLED:
         return source
     if package.state != Package.State.LOADED:
-        raise PluginLoadError(
+        raise CodeNotRunnable(
             f"package {package_id} failed to load; see its errors in the catalogue",
             code="plugin_not_installed",
         )
@@ -185,12 +194,12 @@ def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
     if not current and (request is None or request.state != ApprovalRequest.State.APPROVED):
         return approved_copy(source_dir=source, code=[])  # no code to run: an empty folder
     if request is None:
-        raise PluginLoadError(
+        raise CodeNotRunnable(
             f"package {package_id} waits for a staff review of its server code",
             code="plugin_not_approved",
         )
     if request.state != ApprovalRequest.State.APPROVED:
-        raise PluginLoadError(
+        raise CodeNotRunnable(
             f"package {package_id}@{request.version} may not run: its request #{request.pk} is "
             f"{request.state}; a staff member must approve it first",
             code="plugin_not_approved",
@@ -206,10 +215,10 @@ def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
     if resync and _resync():
         try:  # the change may be carried over (a narrower set): then the new copy runs
             return _community_root(package_id, source, resync=False)
-        except PluginLoadError:
+        except CodeNotRunnable:
             pass
     shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-    raise PluginLoadError(
+    raise CodeNotRunnable(
         f"package {package_id} changed on disk since staff approved request #{request.pk} "
         f"({shown}); it does not run until a staff member approves the new files",
         code="plugin_code_changed",

@@ -2,6 +2,11 @@
 
 Every read prefetches its child rows, so a page costs the same number of queries for 2 or
 2,000 packages (the tests assert it).
+
+One piece, past 800 lines: the card reuses the list's prefetches (package_get extends
+_list_prefetches) and reads only prefetched rows, so the no-extra-query promise is kept in one
+file; the card's plain-language "declared sections" are the seam to split along once a second
+page needs them.
 """
 
 from __future__ import annotations

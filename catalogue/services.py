@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q, RestrictedError
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from catalogue.manifest.loader import rules_version
 from catalogue.manifest.rules import is_package_id
@@ -614,19 +615,19 @@ def _load(path: Path, host_version: str) -> LoadResult:
 
 
 def _request_approval(package: Package) -> None:
-    # Imported here: approvals imports the catalogue's models, never the other way at load time.
-    # Not caught: it runs in the package's own transaction, so a failure (or a sync killed
-    # here) leaves the previous row, never a changed package without its approval request.
-    from approvals.services import approval_request_sync
-
-    approval_request_sync(package=package)
+    # approvals sits above the catalogue (it reads the catalogue's rows), so the sync reaches it
+    # through a dotted path in settings (COVEL_APPROVAL_REQUEST), never an import. Not caught:
+    # it runs in the package's own transaction, so a failure (or a sync killed here) leaves the
+    # previous row, never a changed package without its approval request.
+    path = getattr(settings, "COVEL_APPROVAL_REQUEST", "")
+    if path:
+        import_string(path)(package=package)
 
 
 def _approval_scope_hashes() -> dict[str, str]:
     """package id -> the content hash approvals last saw (to repair an interrupted sync)."""
-    from approvals.models import PermissionScope
-
-    return dict(PermissionScope.objects.values_list("package_key", "content_hash"))
+    path = getattr(settings, "COVEL_APPROVAL_SEEN_HASHES", "")
+    return import_string(path)() if path else {}
 
 
 @contextmanager

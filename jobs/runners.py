@@ -2,7 +2,10 @@
 
 Runners are a registry: settings.COVEL_JOB_RUNNERS maps a runner kind (RuntimeJob.runner) to the
 dotted path of a callable `runner(job, ctx) -> RunResult | None`, imported on first use. The
-turn pipeline's "runtime" runner is sessions.background.run_detached; tests add their own kinds.
+turn pipeline's "runtime" runner is sessions.background.run_detached (named in
+config/settings.py); tests add their own kinds. Dotted paths, because the jobs app sits below
+sessions: it reaches the background turn, and the session a job belongs to
+(settings.COVEL_JOB_SESSION_CHECK), without importing any of it.
 
 A runner never writes to the session itself: it returns a RunResult whose `commit` callable the
 job calls inside its commit transaction, so a job that times out, is cancelled or goes stale
@@ -27,8 +30,6 @@ if TYPE_CHECKING:
     from jobs.models import RuntimeJob
 
 DEFAULT_RUNNERS: dict[str, str] = {
-    # A detached plugin runtime, run as a background turn of its session.
-    "runtime": "sessions.background.run_detached",
     # Does nothing: the benchmark's trivial job and a smoke check of a deployment's workers.
     "noop": "jobs.runners.run_noop",
 }
@@ -117,98 +118,34 @@ def staleness_check(job: RuntimeJob) -> Staleness | None:
 
     Checked after the claim and again in the commit (commit_check): the session ended, the
     package's approval was revoked, or its installed version is not the one the job was
-    created for.
+    created for. The session's side of it is settings.COVEL_JOB_SESSION_CHECK's.
     """
-    facts = _session_and_package(session_id=job.session_id, package_id=job.plugin_id)
-    return _staleness(job, facts)
+    stale, _turn_locked = session_check()(job, lock_session=False)
+    return stale
 
 
 def commit_check(job: RuntimeJob) -> tuple[Staleness | None, bool]:
     """The commit's check: why the job is stale (or None), and whether a turn, manual run or
     RPC action holds the session's turn lock right now.
 
-    It takes the session row lock first (PostgreSQL: FOR NO KEY UPDATE; SQLite: the commit
-    transaction's write lock), so the session cannot end between this check and the writes,
-    and nobody can take the turn lock meanwhile (that is an UPDATE of the row): a job that finds
-    the turn lock free commits before the next action starts; one that finds it taken waits.
+    The check takes the session row lock first (PostgreSQL: FOR NO KEY UPDATE; SQLite: the
+    commit transaction's write lock), so the session cannot end between this check and the
+    writes, and nobody can take the turn lock meanwhile: a job that finds the turn lock free
+    commits before the next action starts; one that finds it taken waits.
     """
-    facts = _session_and_package(
-        session_id=job.session_id, package_id=job.plugin_id, lock_session=True
-    )
-    return _staleness(job, facts), bool(facts and facts["turn_locked"])
+    return session_check()(job, lock_session=True)
 
 
-def _staleness(job: RuntimeJob, facts: dict[str, Any] | None) -> Staleness | None:
-    from approvals.selectors import package_usability
-    from catalogue.models import Package
-    from jobs.models import JobReason
-    from sessions.models import Session
+def session_check() -> Callable[..., tuple[Staleness | None, bool]]:
+    """The hook that knows the session a job belongs to (settings.COVEL_JOB_SESSION_CHECK):
+    `check(job, *, lock_session) -> (Staleness | None, turn_locked)`.
 
-    if facts is None or facts["session_status"] == Session.Status.ENDED:
-        return Staleness(JobReason.SESSION_ENDED, "the session has ended")
-    version = facts["version"]
-    if version is None:
-        return Staleness(
-            JobReason.VERSION_CHANGED, f"package {job.plugin_id} is no longer installed"
-        )
-    if job.package_version and version != job.package_version:
-        return Staleness(
-            JobReason.VERSION_CHANGED,
-            f"package {job.plugin_id} changed from version {job.package_version} to {version}",
-        )
-    if facts["trust"] == Package.Trust.BUNDLED and facts["state"] == Package.State.LOADED:
-        return None  # bundled code is trusted: no approval to lose (one query, not three)
-    usability = package_usability(package_id=job.plugin_id)
-    if not usability.usable:
-        revoked = usability.state == "revoked"
-        code = JobReason.APPROVAL_REVOKED if revoked else JobReason.NOT_APPROVED
-        return Staleness(code, usability.reason)
-    return None
-
-
-def _session_and_package(
-    *, session_id: Any, package_id: str, lock_session: bool = False
-) -> dict[str, Any] | None:
-    """The session's status and turn lock, and the installed package's version, trust and
-    state, in one query (plain SQL: it runs twice per job). None when the session is gone.
-
-    lock_session: lock the session row on PostgreSQL (FOR NO KEY UPDATE, as event_append
-    does); SQLite has no row locks, and the caller's transaction already holds its write lock."""
-    from django.db import connection
-    from django.utils import timezone
-
-    from catalogue.models import Package
-    from core.sql import Table
-    from sessions.models import Session
-
-    s, p = Table(Session, alias="s"), Table(Package, alias="p")
-    # The turn lock is a lease (sessions.services.session_lock_acquire): taken while it has a
-    # token that has not expired.
-    turn_locked = (
-        f"CASE WHEN {s.col('lock_token')} <> '' AND ({s.col('lock_expires')} IS NULL "
-        f"OR {s.col('lock_expires')} > %s) THEN 1 ELSE 0 END"
-    )
-    sql = (
-        f"SELECT {s.col('status')}, {p.col('version')}, {p.col('trust')}, {p.col('state')}, "
-        f"{turn_locked} "
-        f"FROM {s} LEFT JOIN {p} ON {p.col('package_id')} = %s WHERE {s.col('id')} = %s"
-    )
-    if lock_session and connection.vendor == "postgresql":
-        sql += " FOR NO KEY UPDATE OF s"
-    now = s.value("lock_expires", timezone.now())
-    key = s.value("id", session_id)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [now, package_id, key])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    return {
-        "session_status": row[0],
-        "version": row[1],
-        "trust": row[2],
-        "state": row[3],
-        "turn_locked": bool(row[4]),
-    }
+    A dotted path, like the runners: the jobs app sits below sessions and imports none of it.
+    """
+    path = getattr(settings, "COVEL_JOB_SESSION_CHECK", "")
+    if not path:
+        raise RunnerNotFound("settings.COVEL_JOB_SESSION_CHECK names no session check")
+    return _import(path)  # type: ignore[return-value]
 
 
 def package_version(package_id: str) -> str:

@@ -23,9 +23,10 @@ def job_get(*, job_id: uuid.UUID | str) -> RuntimeJob | None:
 
 
 def session_get(*, session_id: uuid.UUID) -> Any:
-    from sessions.models import Session
-
-    return Session.objects.filter(pk=session_id).first()
+    """The session whose jobs are asked for, or None. Its model comes through the job's own
+    relation (RuntimeJob.session): the jobs app sits below sessions and imports none of it."""
+    session_model = RuntimeJob._meta.get_field("session").related_model
+    return session_model.objects.filter(pk=session_id).first()
 
 
 def session_can_manage(*, user: Any, session: Any) -> bool:

@@ -1,4 +1,4 @@
-"""Celery tasks of the jobs app: each takes an id, and the services do the work.
+"""Celery tasks of the jobs app: each takes an id, and the services (or the worker) do the work.
 
 No task retries itself on failure: a failed job is never replayed on its own (a paid model call
 must not run twice); a person may retry it, which makes a new job.
@@ -10,7 +10,8 @@ import os
 
 from celery import shared_task
 
-from jobs.services import job_execute, job_reap_orphans, job_resend_lost, job_time_out_queued
+from jobs.services import job_reap_orphans, job_resend_lost, job_time_out_queued
+from jobs.worker import job_execute
 
 
 @shared_task(name="jobs.run_job", bind=True, ignore_result=True, acks_late=True)

@@ -16,7 +16,7 @@ from typing import Any
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 
 from .callbacks import HostCallbacks, RefusingCallbacks
-from .errors import PluginCallError
+from .errors import PluginCallError, PluginLoadError
 from .host import NodeHost, get_host
 
 # A tool call's limit when the tool declares no timeoutMs (the SDK bounds a declared one).
@@ -135,9 +135,12 @@ def code_root(manifest: Manifest) -> str:
     """The folder the host imports the package from: bundled code runs where it is; community
     code only from the verified copy of its approved files (approvals/store.py), which raises
     PluginLoadError (plugin_not_approved, plugin_code_changed) instead of loading anything else."""
-    from approvals.store import package_code_root
+    from approvals.store import CodeNotRunnable, package_code_root
 
-    return package_code_root(package_id=manifest.id, source_dir=manifest.path)
+    try:
+        return package_code_root(package_id=manifest.id, source_dir=manifest.path)
+    except CodeNotRunnable as refused:
+        raise PluginLoadError(str(refused), code=refused.code) from None
 
 
 def load_request(manifest: Manifest, root: str | None = None) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from jsonschema import exceptions as schema_exceptions
 
 from catalogue.manifest.types import Manifest, thaw
 from sessions.forms import PLAYER_MESSAGE_MAX_LENGTH  # an action's text is a player's words too
-from sessions.turns import schema_validator
+from sessions.schema_files import schema_validator
 
 MAX_ACTIONS = 20
 BASE_KIND = re.compile(r"[a-z][a-z0-9-]{0,63}")

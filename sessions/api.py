@@ -15,7 +15,9 @@ from ninja import Router
 from ninja.responses import Status
 from ninja.security import django_auth
 
-from sessions import events, selectors, services
+from eventlog.selectors import events_after, last_event_seq
+from eventlog.services import event_append
+from sessions import events, interactions, locks, selectors, services
 from sessions.commands import CommandError
 from sessions.models import Session
 from sessions.schemas import (
@@ -229,21 +231,18 @@ def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
     """
     turn_request.settle = services.session_settle(session_id=session.pk)
     try:
-        token = services.session_lock_acquire(session_id=session.pk)
+        token = locks.session_lock_acquire(session_id=session.pk)
     except services.SessionProblem as exc:
         return _problem(exc)
-    after = selectors.last_event_seq(session=session)
+    after = last_event_seq(session=session)
     turn_id = str(turn_request.turn_id)
 
     def work() -> None:
         try:
             turn_run(session=session, request=turn_request, token=token)
         except Exception as exc:  # the stream must end even when the turn could not start
-            if not any(
-                e.type == "turn.failed"
-                for e in selectors.events_after(session=session, after=after)
-            ):
-                services.event_append(
+            if not any(e.type == "turn.failed" for e in events_after(session=session, after=after)):
+                event_append(
                     session_id=session.pk,
                     type="turn.failed",
                     payload={"turnId": turn_id, "error": str(exc)},
@@ -421,7 +420,7 @@ def submit_interaction(
     try:
         return Status(
             200,
-            services.interaction_submit(
+            interactions.interaction_submit(
                 session=session,
                 interaction_id=interaction_id,
                 values=data.values,

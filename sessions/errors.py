@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from eventlog.errors import SessionProblem
+
 
 class OperationError(ValueError):
     """A list of plugin-data operations cannot apply to a value.
@@ -49,3 +51,21 @@ class WriteRefused(ValueError):
             "message": str(self),
             "path": self.path,
         }
+
+
+# Refusals the API shows as {"detail", "code"} with an HTTP status (SessionProblem).
+
+
+class SessionBusy(SessionProblem):
+    code = "session_busy"
+
+
+class SessionNotActive(SessionProblem):
+    code = "session_not_active"
+
+
+class FormRejected(SessionProblem):
+    """A submission the form's checks or its validator refused: nothing stored, no turn."""
+
+    status = 422
+    code = "form_rejected"

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.http import HttpRequest, StreamingHttpResponse
 
-from sessions.selectors import events_after
+from eventlog.selectors import events_after
 
 POLL_SECONDS = 0.2
 KEEPALIVE_SECONDS = 1.0  # cheap; also how soon a closed browser tab frees its server thread

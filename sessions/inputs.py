@@ -3,7 +3,7 @@
 Plain Python with no database access: the caller hands over what the turn knows (the outputs
 of runtimes that succeeded so far, the committed exports, the kernel values) and records the
 dependencies the binding reports. The turn executor (sessions/turns.py) and the offline runtime
-cases (agents/cases.py) both call `bind_inputs`, so the two cannot drift apart.
+cases (sessions/cases.py) both call `bind_inputs`, so the two cannot drift apart.
 """
 
 from __future__ import annotations

@@ -138,25 +138,6 @@ class RecordedExport(models.Model):
         indexes = [models.Index(fields=["session", "plugin_id", "record_as"])]
 
 
-class SessionEvent(models.Model):
-    """The session's event stream; seq is the SSE id, dense per session, for Last-Event-ID replay."""
-
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
-    seq = models.PositiveBigIntegerField()
-    type = models.CharField(max_length=100)
-    payload = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["session", "seq"]
-        constraints = [
-            models.UniqueConstraint(fields=["session", "seq"], name="uniq_session_event_seq")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.session_id}#{self.seq} {self.type}"
-
-
 class Interaction(models.Model):
     """A form a runtime asked the player to fill in; answered once, by a follow-up turn.
 

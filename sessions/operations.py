@@ -3,6 +3,10 @@
 Plain Python, no Django: the commit service of the Sessions app loads the latest stored values,
 calls TurnOverlay.commit and saves what it returns in one transaction. See docs/sessions.md for
 the op shapes and the commit rules.
+
+One piece, at about 800 lines: an op, its limits, the dataset checks and the overlay that
+stages them are one contract with the Node twin (pluginhost/node/ops.mjs), and the parity tests
+read both side by side.
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
 from core.sql import Table
+from eventlog.models import SessionEvent
 from sessions.models import (
     Interaction,
     PluginData,
     RecordedExport,
     Session,
-    SessionEvent,
     Turn,
 )
 
@@ -131,20 +131,6 @@ def turn_list(*, session: Session, limit: int = 50) -> list[Turn]:
     turns = list(Turn.objects.filter(session=session).order_by("-created_at")[:limit])
     turns.reverse()
     return turns
-
-
-def events_after(
-    *, session: Session | uuid.UUID, after: int, limit: int = 500
-) -> list[SessionEvent]:
-    session_id = session.pk if isinstance(session, Session) else session
-    return list(
-        SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")[:limit]
-    )
-
-
-def last_event_seq(*, session: Session) -> int:
-    row = SessionEvent.objects.filter(session=session).order_by("-seq").first()
-    return row.seq if row else 0
 
 
 # ------------------------------------------------------------------ forms and notifications

@@ -1,179 +1,36 @@
-"""Writes of the Sessions app: create and resolve sessions, the turn lock, events, RPC actions."""
+"""Writes of the Sessions app: create and resolve sessions, seats, settle waits, RPC actions.
+
+Below the turn (sessions.turns), which uses them; the turn lock is sessions.locks, the event
+log eventlog.services, a player's answer to a form sessions.interactions (it runs a turn).
+"""
 
 from __future__ import annotations
 
-import contextlib
-import secrets
-import threading
-import time
 import uuid
-from collections.abc import Iterator, Mapping
-from datetime import timedelta
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.utils import timezone
 
 from approvals.selectors import packages_usability
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
-from core.sql import Table
+from eventlog.errors import SessionProblem
+from eventlog.services import event_append
 from pluginhost.errors import PluginHostError
-from pluginhost.services import plugin_form_validate, plugin_rpc_call
+from pluginhost.services import plugin_rpc_call
 from sessions import selectors
 from sessions.callbacks import SessionCallbacks
 from sessions.commands import CommandError, ParsedCommand, find_command, parse_command
-from sessions.forms import form_check_values, form_player_line
-from sessions.models import Interaction, Session, SessionEvent, Turn
+from sessions.errors import SessionNotActive
+from sessions.locks import session_locked
+from sessions.models import Session
 from sessions.resolver import Resolution, resolve
 from worlds.models import World
 from worlds.selectors import world_player_characters
 from worlds.services import user_settings_for
-
-# A turn renews its lease at every runtime boundary; a crashed process frees the session this soon.
-LOCK_LEASE_SECONDS = 300
-# "Waits briefly, then 409": long enough to absorb a double click, short enough to feel immediate.
-LOCK_WAIT_SECONDS = 2.0
-LOCK_POLL_SECONDS = 0.05
-
-
-class SessionProblem(Exception):
-    """A refusal the API shows as {"detail", "code"} with an HTTP status."""
-
-    status = 409
-    code = "session_problem"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str | None = None,
-        status: int | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        if code:
-            self.code = code
-        if status:
-            self.status = status
-        self.extra = dict(extra or {})
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"detail": self.message, "code": self.code, **self.extra}
-
-
-class SessionBusy(SessionProblem):
-    code = "session_busy"
-
-
-class SessionNotActive(SessionProblem):
-    code = "session_not_active"
-
-
-class FormRejected(SessionProblem):
-    """A submission the form's checks or its validator refused: nothing stored, no turn."""
-
-    status = 422
-    code = "form_rejected"
-
-
-# ------------------------------------------------------------------ events
-
-
-def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]) -> None:
-    """Append one event with the next seq (inside events_batched(): at the end of that block).
-
-    One statement, INSERT ... SELECT MAX(seq) + 1: events are written on every job transition,
-    so a round trip saved here is saved many times. Two writers racing for the same seq do not
-    fail: ON CONFLICT DO NOTHING leaves the loser with no row (and its transaction intact), and
-    it simply tries again. On SQLite writers are serialised, so the race cannot happen there.
-
-    On PostgreSQL the same statement first locks the session row (FOR NO KEY UPDATE, held to the
-    end of the transaction). Without it, a writer whose uncommitted event holds seq N in the
-    unique index and who then waits for the session row (a turn's or a job's commit holds it)
-    deadlocks with that commit's own event, which waits to learn whether seq N is taken. Taking
-    the session row before writing an event, as every commit does, leaves no cycle. (A writer
-    that had to wait for the lock still reads MAX(seq) as of the start of its statement, so its
-    first try may collide and it tries once more.)
-    """
-    held = getattr(_batch, "events", None)
-    if held is not None:
-        held.append((session_id, type, dict(payload)))
-        return
-    _events_write(session_id, [(type, dict(payload))])
-
-
-_batch = threading.local()
-
-
-@contextlib.contextmanager
-def events_batched() -> Iterator[None]:
-    """Inside the caller's transaction: the events appended in the block are written together,
-    one statement per session, when the block ends without an error (a job's commit writes
-    three or four). A block inside another block joins the outer one.
-
-    On PostgreSQL the transaction must already hold the session row lock (a job's commit takes
-    it in its staleness re-check): a batch that first had to wait for the lock could find some
-    of its seqs taken by then, and is refused rather than written with a gap."""
-    if getattr(_batch, "events", None) is not None:
-        yield
-        return
-    _batch.events = held = []
-    try:
-        yield
-    finally:
-        _batch.events = None
-    sessions: dict[Any, list[tuple[str, dict[str, Any]]]] = {}
-    for session_id, type, payload in held:
-        sessions.setdefault(session_id, []).append((type, payload))
-    for session_id, events in sessions.items():
-        _events_write(session_id, events)
-
-
-def _events_write(session_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]]) -> None:
-    """INSERT the events with seqs MAX+1, MAX+2, ... in one statement (see event_append)."""
-    table = Table(SessionEvent)
-    col = table.col
-    columns = ", ".join(col(name) for name in ("session", "seq", "type", "payload", "created_at"))
-    last = f"SELECT MAX({col('seq')}) FROM {table} WHERE {col('session')} = %s"
-    rows = ", ".join(["(%s, %s, %s, %s)"] * len(events))
-    select = (
-        f"SELECT %s, COALESCE(({last}), 0) + v.column1, v.column2, v.column3, v.column4 "
-        f"FROM (VALUES {rows}) AS v"
-    )
-    conflict = f"ON CONFLICT ({col('session')}, {col('seq')}) DO NOTHING"
-    session = table.value("session", session_id)
-    now = table.value("created_at", timezone.now())
-    values: list[Any] = []
-    for offset, (type, payload) in enumerate(events, start=1):
-        values += [offset, type, table.value("payload", payload), now]
-    if table.connection.vendor == "postgresql":
-        sessions = Table(Session)
-        sql = (
-            f"WITH locked AS (SELECT {sessions.col('id')} FROM {sessions} "
-            f"WHERE {sessions.col('id')} = %s FOR NO KEY UPDATE) "
-            f"INSERT INTO {table} ({columns}) {select}, locked {conflict}"
-        )
-        params = [session, session, session, *values]
-    else:
-        # "WHERE true" tells SQLite's parser the ON CONFLICT belongs to the INSERT.
-        sql = f"INSERT INTO {table} ({columns}) {select} WHERE true {conflict}"
-        params = [session, session, *values]
-    for _attempt in range(50):
-        with table.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            written = cursor.rowcount
-        if written == len(events):
-            return
-        if written:
-            # Part of a batch collided (see events_batched): refuse rather than leave a gap;
-            # the caller's transaction rolls back.
-            raise SessionProblem("session events collided", code="event_conflict")
-    raise SessionProblem("could not append a session event", code="event_conflict")
-
 
 # ------------------------------------------------------------------ resolution and creation
 
@@ -452,59 +309,7 @@ def _seat_characters(
     return list(character_ids)
 
 
-# ------------------------------------------------------------------ the turn lock
-
-
-def session_lock_acquire(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECONDS) -> str:
-    """Take the session's turn lease, waiting up to `wait` seconds; raises SessionBusy.
-
-    The check-and-set runs in a transaction that locks the row (FOR UPDATE on PostgreSQL, an
-    IMMEDIATE transaction on SQLite), so two callers can never both see the session free.
-    """
-    token = secrets.token_hex(16)
-    deadline = time.monotonic() + max(0.0, wait)
-    while True:
-        with transaction.atomic():
-            row = (
-                Session.objects.select_for_update(no_key=True)
-                .only("id", "lock_token", "lock_expires")
-                .filter(pk=session_id)
-                .first()
-            )
-            if row is None:
-                raise SessionProblem("no such session", code="not_found", status=404)
-            now = timezone.now()
-            if not row.lock_token or (row.lock_expires is not None and row.lock_expires < now):
-                Session.objects.filter(pk=session_id).update(
-                    lock_token=token, lock_expires=now + timedelta(seconds=LOCK_LEASE_SECONDS)
-                )
-                return token
-        if time.monotonic() >= deadline:
-            raise SessionBusy(
-                "another action is running in this session; try again when it has finished"
-            )
-        time.sleep(LOCK_POLL_SECONDS)
-
-
-def session_lock_renew(*, session_id: uuid.UUID, token: str) -> bool:
-    return bool(
-        Session.objects.filter(pk=session_id, lock_token=token).update(
-            lock_expires=timezone.now() + timedelta(seconds=LOCK_LEASE_SECONDS)
-        )
-    )
-
-
-def session_lock_release(*, session_id: uuid.UUID, token: str) -> None:
-    Session.objects.filter(pk=session_id, lock_token=token).update(lock_token="", lock_expires=None)
-
-
-@contextlib.contextmanager
-def session_locked(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECONDS) -> Iterator[str]:
-    token = session_lock_acquire(session_id=session_id, wait=wait)
-    try:
-        yield token
-    finally:
-        session_lock_release(session_id=session_id, token=token)
+# ------------------------------------------------------------------ the session's state
 
 
 def session_require_active(*, session: Session) -> None:
@@ -696,145 +501,3 @@ def session_command(*, session: Session, text: str) -> dict[str, Any]:
     return session_rpc(
         session=session, plugin=manifest.id, action=str(command["action"]), command_text=stripped
     )
-
-
-# ------------------------------------------------------------------ forms
-
-
-def interaction_submit(
-    *, session: Session, interaction_id: str, values: Mapping[str, Any], username: str = ""
-) -> dict[str, Any]:
-    """The player's answer to a pending form; returns the follow-up turn's result.
-
-    Like a player action it first waits for the settle jobs, then takes the session lock. Under
-    the lock: an answered form is refused (409 interaction_already_submitted); then the field
-    checks and the package's validator run, and a refusal is FormRejected (422, its issues) with
-    nothing stored. Accepted values are stored and the follow-up turn runs with a plain line as
-    the player's message and the answer as its action. Each refusal is also an error.occurred
-    event on the session stream.
-    """
-    from sessions.actions import acting_seat, form_answer_action
-    from sessions.turns import TurnRequest, turn_run  # sessions.turns imports this module
-
-    if selectors.interaction_get(session=session, interaction_id=interaction_id) is None:
-        raise SessionProblem(
-            f"no form {interaction_id!r} in this session", code="not_found", status=404
-        )
-    settle = session_settle(session_id=session.pk)
-    token = session_lock_acquire(session_id=session.pk)
-    try:
-        session.refresh_from_db()
-        session_require_active(session=session)
-        # Read again under the lock: the answer that held it before us may have been this one.
-        interaction = selectors.interaction_get(session=session, interaction_id=interaction_id)
-        if interaction is None:
-            raise SessionProblem(
-                f"no form {interaction_id!r} in this session", code="not_found", status=404
-            )
-        if interaction.status == Interaction.Status.SUBMITTED:
-            raise _form_refusal(
-                session,
-                interaction_id,
-                SessionProblem(
-                    "this form was already answered; a form is answered once",
-                    code="interaction_already_submitted",
-                ),
-            )
-        kept, issues = form_check_values(interaction.form, values)
-        if not issues:
-            try:
-                issues = _validator_issues(session=session, interaction=interaction, values=kept)
-            except SessionProblem as exc:
-                raise _form_refusal(session, interaction_id, exc) from None
-        if issues:
-            raise _form_refusal(
-                session,
-                interaction_id,
-                FormRejected("the form was not accepted", extra={"issues": issues}),
-            )
-        request = TurnRequest(
-            message=form_player_line(interaction.form, kept),
-            actions=[
-                form_answer_action(
-                    seat=acting_seat(session.seats or [], username),
-                    interaction_id=interaction_id,
-                    values=kept,
-                )
-            ],
-            settle=settle,
-        )
-        Interaction.objects.filter(pk=interaction.pk).update(
-            status=Interaction.Status.SUBMITTED, values=kept, submitted_at=timezone.now()
-        )
-    except BaseException:
-        session_lock_release(session_id=session.pk, token=token)
-        raise
-    try:
-        return turn_run(session=session, request=request, token=token)  # releases the lock
-    finally:
-        # The answer stays answered even when its turn fails: the row names that turn.
-        if Turn.objects.filter(pk=request.turn_id).exists():
-            Interaction.objects.filter(pk=interaction.pk).update(answer_turn_id=request.turn_id)
-
-
-def _form_refusal(session: Session, interaction_id: str, problem: SessionProblem) -> SessionProblem:
-    event_append(
-        session_id=session.pk,
-        type="error.occurred",
-        payload={
-            "code": problem.code,
-            "interactionId": interaction_id,
-            "message": problem.message,
-            **problem.extra,
-        },
-    )
-    return problem
-
-
-def _validator_issues(
-    *, session: Session, interaction: Interaction, values: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """The issues of the form's named validator (none without one), as {"field", "message"}.
-
-    The validator is the package's code, so it runs only while the package is active in the
-    session; its context carries the session's locale and the package's translations for it.
-    """
-    name = (interaction.form.get("validation") or {}).get("name")
-    if not name:
-        return []
-    plugin = interaction.plugin_id
-    resolution, installed = session_resolve(session=session, save=False)
-    if plugin not in resolution.active or plugin not in installed:
-        raise SessionProblem(
-            f"package {plugin}, whose validator {name} checks this form, is not active in this "
-            "session",
-            code="plugin_not_active",
-        )
-    manifest = installed[plugin]
-    context: dict[str, Any] = {"locale": session.locale}
-    translations = selectors.package_messages(manifest=manifest, locale=session.locale)
-    if translations is not None:
-        context["messages"] = {"translations": translations}
-    try:
-        verdict = plugin_form_validate(
-            manifest=manifest,
-            name=str(name),
-            values=values,
-            data={"interactionId": interaction.interaction_id, **interaction.form},
-            context=context,
-        )
-    except PluginHostError as exc:
-        raise SessionProblem(
-            f"the validator {name} of {plugin} failed: {exc.message}",
-            code="form_validator_failed",
-            status=502,
-        ) from None
-    if verdict.ok:
-        return []
-    issues = [{"field": None, "message": verdict.form_error}] if verdict.form_error else []
-    issues += [
-        {"field": item.get("field") or None, "message": str(item.get("message") or "")}
-        for item in verdict.field_errors
-    ]
-    # A validator that says no without saying why still refuses, with a sentence of ours.
-    return issues or [{"field": None, "message": f"The form was refused by {name}."}]

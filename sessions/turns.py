@@ -1,16 +1,23 @@
 """The turn executor: resolve, plan, run each stage's runtimes, then commit once.
 
-A turn holds the session's lease (sessions.services.session_locked) from start to end, so two
+A turn holds the session's lease (sessions.locks) from start to end, so two
 actions never interleave; it holds a database transaction only for the final commit. Runtime
 statuses are appended to the event stream as they happen, so a page sees them live.
+
+Below it: sessions.services (resolution, settle waits), sessions.locks, sessions.schema_files,
+eventlog (events) and jobs.services.job_defer, the one function through which detached runtimes
+leave the turn. Above it: the API, sessions.interactions (a form's answer runs a turn) and
+sessions.background (a job's runtime as a background turn).
+
+One piece, past 800 lines: it is one class, TurnExecutor, whose state (the overlay of staged
+writes, the frames of nested calls, results, story, jobs, events) every stage reads and
+writes; split by stage, each part would need all of it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -21,10 +28,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from jsonschema import exceptions as schema_exceptions
-from jsonschema import validators
 
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 from core.sql import insert
+from eventlog.errors import SessionProblem
+from eventlog.services import event_append
 from pluginhost.errors import CallbackRefused, PluginHostError
 from pluginhost.services import function_timeout, plugin_function_call, plugin_guard_call
 from sessions import selectors, services
@@ -32,10 +40,17 @@ from sessions.callbacks import SessionCallbacks
 from sessions.errors import OperationError, WriteRefused
 from sessions.forms import form_normalise
 from sessions.inputs import bind_inputs, committed_sources, staged_operations
+from sessions.locks import (
+    LOCK_WAIT_SECONDS,
+    session_lock_acquire,
+    session_lock_release,
+    session_lock_renew,
+)
 from sessions.models import Interaction, PluginData, RecordedExport, Session, Turn
 from sessions.operations import MISSING, TurnOverlay, datasets_of, proposal_ops
 from sessions.planner import STAGES, Plan, PlannedRuntime, Skip, plan_turn
 from sessions.resolver import Resolution
+from sessions.schema_files import schema_validator
 from sessions.triggers import record_trigger
 from worlds.services import user_settings_for
 
@@ -138,10 +153,6 @@ class LeaseLost(Exception):
 # ------------------------------------------------------------------ schemas
 
 
-_SCHEMAS: dict[str, Any] = {}
-_SCHEMAS_LOCK = threading.Lock()
-
-
 def _schema_file(manifest: Manifest, runtime: RuntimeManifest, written: str) -> Path | None:
     """A path the manifest wrote: package-relative first, then relative to the runtime's file."""
     root = Path(manifest.path)
@@ -149,16 +160,6 @@ def _schema_file(manifest: Manifest, runtime: RuntimeManifest, written: str) -> 
         if candidate.is_file():
             return candidate
     return None
-
-
-def schema_validator(path: Path) -> Any:
-    """The compiled JSON Schema of a package file, read again only when the file changes."""
-    key = f"{path}:{path.stat().st_mtime_ns}"
-    with _SCHEMAS_LOCK:
-        if key not in _SCHEMAS:
-            schema = json.loads(path.read_text(encoding="utf-8"))
-            _SCHEMAS[key] = validators.validator_for(schema)(schema)
-        return _SCHEMAS[key]
 
 
 def schema_problem(
@@ -267,7 +268,7 @@ class TurnExecutor:
     def emit(self, type: str, payload: Mapping[str, Any]) -> None:
         event = {"turnId": str(self.turn.pk), **payload}
         if self.held_events is None:
-            services.event_append(session_id=self.session.pk, type=type, payload=event)
+            event_append(session_id=self.session.pk, type=type, payload=event)
         elif not (type == "runtime.status" and payload.get("status") == "running"):
             self.held_events.append((type, event))  # "running" is moot by the commit
 
@@ -275,7 +276,7 @@ class TurnExecutor:
         """Write the held events (inside the commit); later ones go straight to the stream."""
         held, self.held_events = self.held_events, None
         for type, event in held or []:
-            services.event_append(session_id=self.session.pk, type=type, payload=event)
+            event_append(session_id=self.session.pk, type=type, payload=event)
 
     def _finish(self, result: RuntimeResult) -> None:
         self.results[result.runtime] = result
@@ -283,7 +284,7 @@ class TurnExecutor:
             self.order.append(result.runtime)
         self.emit("runtime.status", result.as_dict())
         if self.token is not None:
-            services.session_lock_renew(session_id=self.session.pk, token=self.token)
+            session_lock_renew(session_id=self.session.pk, token=self.token)
 
     # -------------------------------------------------------------- planning
 
@@ -932,6 +933,7 @@ class TurnExecutor:
             emit=lambda topic, payload: self._emitted(planned, topic, payload),
             on_text=stream.add if stream is not None else None,
             tool_context={"turnNumber": self.logical_turn},
+            proposal_ops=proposal_ops,
         )
         run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
         result.warnings = list(run.warnings)
@@ -1123,7 +1125,7 @@ class TurnExecutor:
             else:
                 self.turn.save()
             if changes:
-                services.event_append(
+                event_append(
                     session_id=session.pk,
                     type="plugin-data.changed",
                     payload={"turnId": str(self.turn.pk), "changes": changes},
@@ -1175,12 +1177,12 @@ class TurnExecutor:
         if not self.jobs:
             return []
         try:
-            from jobs.services import job_enqueue, job_options_from_schedule
+            from jobs.services import job_defer
         except ImportError:
             return []
         ids = []
         for planned in self.jobs:
-            job = job_enqueue(
+            job = job_defer(
                 session_id=session.pk,
                 plugin_id=planned.package,
                 runtime_id=planned.runtime,
@@ -1190,7 +1192,7 @@ class TurnExecutor:
                     "playerMessage": self.request.message,
                     "playerActions": list(self.request.actions),
                 },
-                options=job_options_from_schedule(thaw(planned.detached)),
+                detached=thaw(planned.detached),
                 package_version=self.installed[planned.package].version,
             )
             self.results[planned.runtime].job_id = str(job.job_id)
@@ -1254,7 +1256,7 @@ def turn_run(
     *,
     session: Session,
     request: TurnRequest,
-    wait: float = services.LOCK_WAIT_SECONDS,
+    wait: float = LOCK_WAIT_SECONDS,
     token: str | None = None,
 ) -> dict[str, Any]:
     """Run one turn of the session under its lock and commit it; returns the turn's result.
@@ -1266,11 +1268,11 @@ def turn_run(
     if token is None:
         if request.kind != Turn.Kind.BACKGROUND:
             request.settle = services.session_settle(session_id=session.pk)
-        token = services.session_lock_acquire(session_id=session.pk, wait=wait)
+        token = session_lock_acquire(session_id=session.pk, wait=wait)
     try:
         return _turn_locked(session=session, request=request, token=token)
     finally:
-        services.session_lock_release(session_id=session.pk, token=token)
+        session_lock_release(session_id=session.pk, token=token)
 
 
 def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[str, Any]:
@@ -1299,7 +1301,7 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
             if runtime in plan.by_id:
                 continue
             why = next((d for d in [*plan.dormant, *plan.skipped] if d.runtime == runtime), None)
-            raise services.SessionProblem(
+            raise SessionProblem(
                 why.reason if why else f"{runtime} is not active in this session",
                 code=why.code if why else "runtime_not_active",
             )

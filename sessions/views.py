@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from catalogue.models import Package
+from eventlog.selectors import last_event_seq
 from sessions import selectors as play_selectors
 from sessions import services
 from sessions.models import Session
@@ -151,7 +152,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
             {**row, "json": json.dumps(row["value"], ensure_ascii=False, separators=(",", ":"))}
             for row in play_selectors.plugin_data_rows(session=session)
         ],
-        "last_seq": play_selectors.last_event_seq(session=session),
+        "last_seq": last_event_seq(session=session),
         "forms": play_selectors.interaction_pending_list(session=session),
         "notifications": play_selectors.notification_recent_list(session=session),
     }

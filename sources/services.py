@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
@@ -376,10 +376,15 @@ def _ns(value: int) -> timedelta:
 
 
 # --- Scheduling -------------------------------------------------------------------------------
-def source_jobs_dispatch(*, now: datetime | None = None, send: bool = True) -> list[int]:
+def source_jobs_dispatch(
+    *, now: datetime | None = None, send: Callable[[int], None] | None = None
+) -> list[int]:
     """Claim every due job and start a run for it; returns the new run ids.
 
-    Beat calls this every few seconds. The claim is a conditional UPDATE on the job's state and
+    send(run_id) hands each new run to a worker, inside the claim's transaction: the task
+    module passes its own sender (sources.tasks.source_job_run_send, which waits for the
+    commit), so these services never import the tasks that call them. Without it the runs are
+    only created (tests run them by hand). Beat calls this every few seconds. The claim is a conditional UPDATE on the job's state and
     due time, so two dispatchers racing for one job start it once.
     """
     now = now or timezone.now()
@@ -405,16 +410,10 @@ def source_jobs_dispatch(*, now: datetime | None = None, send: bool = True) -> l
             if claimed != 1:
                 continue  # another dispatcher took it
             run = SourceJobRun.objects.create(job_id=job_id, scheduled_for=scheduled)
-            if send:
-                _send_run(run.id)
+            if send is not None:
+                send(run.id)
         started.append(run.id)
     return started
-
-
-def _send_run(run_id: int) -> None:
-    from sources.tasks import source_job_run  # tasks import services; import late
-
-    transaction.on_commit(lambda: source_job_run.delay(run_id))
 
 
 def source_jobs_reap(*, now: datetime | None = None) -> int:

@@ -42,9 +42,9 @@ def _job_lease_keeper_idle():
     database work down, so it cannot hold the shared in-memory SQLite database's write lock
     while the next test begins its transaction."""
     yield
-    services = sys.modules.get("jobs.services")
-    if services is not None:
-        assert services._keeper.wait_idle(), "the job lease keeper thread is still busy"
+    worker = sys.modules.get("jobs.worker")
+    if worker is not None:
+        assert worker._keeper.wait_idle(), "the job lease keeper thread is still busy"
 
 
 @pytest.fixture

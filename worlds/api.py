@@ -15,7 +15,6 @@ from ninja.responses import Status
 from ninja.security import django_auth
 
 from catalogue.models import Package
-from sessions.models import Session
 from worlds import selectors
 from worlds.models import World
 from worlds.schemas import (
@@ -24,6 +23,7 @@ from worlds.schemas import (
     ValidationErrorOut,
     WorldOut,
 )
+from worlds.selectors import Session
 from worlds.services import (
     SettingsInvalid,
     WorldFileError,
@@ -72,7 +72,7 @@ def _session(request: HttpRequest, session_id: str) -> Session:
                 ]
             },
         ) from None
-    session = Session.objects.select_related("world", "owner").filter(pk=key).first()
+    session = selectors.session_get(session_id=key)
     if session is None:
         raise _Refusal(404, {"detail": f"no session {session_id}"})
     if not selectors.session_can_edit(session=session, user=request.user):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -16,7 +16,27 @@ from worlds.models import SessionPluginSettings, World
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    from sessions.models import Session
+
+class Session(Protocol):
+    """A play session as worlds sees it: the lowest level of a package's settings.
+
+    The model is sessions.models.Session; sessions sits above worlds (a session is played in a
+    world), so worlds imports none of it and reaches its rows through its own relation,
+    SessionPluginSettings.session.
+    """
+
+    pk: Any
+    owner_id: Any
+    world_id: Any
+    world: World
+    plugin_settings: Any  # SessionPluginSettings rows (the relation's reverse side)
+
+
+def session_get(*, session_id: Any) -> Session | None:
+    """A session by its id, with its world and owner, or None."""
+    model = SessionPluginSettings._meta.get_field("session").related_model
+    return model.objects.select_related("world", "owner").filter(pk=session_id).first()
+
 
 # The model slots every Covel host knows. The Agent runtimes issue adds staff-configured slots;
 # until then a deployment may name more in settings.COVEL_MODEL_SLOTS.

@@ -28,7 +28,7 @@ from worlds.world_file import WORLD_FILE, WorldFile, read_world, write_plugin_se
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    from sessions.models import Session
+    from worlds.selectors import Session
 
 
 class SettingsInvalid(Exception):

@@ -29,7 +29,7 @@ from worlds.services import (
 )
 
 if TYPE_CHECKING:
-    from sessions.models import Session
+    from worlds.selectors import Session
 
 
 @dataclass

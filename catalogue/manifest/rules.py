@@ -2,6 +2,11 @@
 
 Every rule reads the frontmatter defensively: the schema pass reports wrong types, and a rule
 simply skips a value that is not the shape it expects, so one bad field never hides another.
+
+One piece, past 800 lines: it is the list of PLUGIN.md's rules in the order an author writes
+the manifest (package, runtimes, references between runtimes, locale variants), each rule a
+function with its own code over the small shared checks at the top; a reader looking up a rule
+code finds it here, in that order.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from referencing.jsonschema import DRAFT202012
 
 from catalogue.manifest.context import PLUGIN_FILE, Context
 from catalogue.manifest.package_files import FileRefused, read_bytes
-from catalogue.manifest.pointer import join
+from core.pointer import join
 
 MAX_SCHEMA_BYTES = 256 * 1024
 MAX_SCHEMA_DEPTH = 64

@@ -21,7 +21,7 @@ from agents.standin import StandInModel
 from agents.tools import event_directory, service_providers
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
-from sessions.operations import MISSING, TurnOverlay, datasets_of
+from sessions.operations import MISSING, TurnOverlay, datasets_of, proposal_ops
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "plugins"
@@ -156,6 +156,7 @@ class Session:
             notify=self.notices.append,
             form=self.forms.append,
             tool_context={"turnNumber": 1},
+            proposal_ops=proposal_ops,
         )
         fields.update(extra)
         return AgentRuntimeContext(**fields)

@@ -15,7 +15,7 @@ import pytest
 from agent_helpers import PLUGINS, run_command
 from django.core.management.base import CommandError
 
-from agents.cases import CaseFileError, plugin_folder_resolve
+from sessions.cases import CaseFileError, plugin_folder_resolve
 
 
 def test_an_installed_plugin_id_runs_its_cases_like_the_spec_shows():

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
+from django.conf import settings as django_settings
 from django.test import override_settings
 from jobs_helpers import STARTED_WORKERS
 from jobs_test_runners import TEST_RUNNERS
@@ -170,7 +171,7 @@ def broker(
     overrides = override_settings(
         REDIS_URL=found.redis_url,
         COVEL_JOBS_QUEUE=queue,
-        COVEL_JOB_RUNNERS=TEST_RUNNERS,
+        COVEL_JOB_RUNNERS={**django_settings.COVEL_JOB_RUNNERS, **TEST_RUNNERS},
         COVEL_JOB_LEASE_SECONDS=1.5,
     )
     overrides.enable()

@@ -8,9 +8,9 @@ import os
 from jobs_test_runners import TEST_RUNNERS
 
 from config.settings import *  # noqa: F403
-from config.settings import CELERY_BROKER_TRANSPORT_OPTIONS, REDIS_URL
+from config.settings import CELERY_BROKER_TRANSPORT_OPTIONS, COVEL_JOB_RUNNERS, REDIS_URL
 
-COVEL_JOB_RUNNERS = TEST_RUNNERS
+COVEL_JOB_RUNNERS = {**COVEL_JOB_RUNNERS, **TEST_RUNNERS}
 COVEL_JOB_LEASE_SECONDS = float(os.environ.get("COVEL_JOB_LEASE_SECONDS", "1.5"))
 COVEL_JOB_ORDER_RETRY_SECONDS = 0.3
 COVEL_JOBS_QUEUE = os.environ.get("JOBS_TEST_QUEUE") or None

@@ -13,15 +13,13 @@ from jobs.errors import InvalidTransition, JobOptionsError
 from jobs.models import JobReason, JobState, RuntimeJob
 from jobs.services import (
     ALLOWED_TRANSITIONS,
-    Claim,
-    job_claim,
-    job_execute,
     job_options_clean,
     job_options_from_schedule,
     job_reap_orphans,
     job_time_out_queued,
     job_transition,
 )
+from jobs.worker import Claim, job_claim, job_execute
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +28,7 @@ S = JobState
 
 @pytest.fixture(autouse=True)
 def test_runners(settings):
-    settings.COVEL_JOB_RUNNERS = TEST_RUNNERS
+    settings.COVEL_JOB_RUNNERS = {**settings.COVEL_JOB_RUNNERS, **TEST_RUNNERS}
     settings.COVEL_JOB_LEASE_SECONDS = 1.5
 
 
@@ -277,7 +275,10 @@ def test_a_revoked_approval_makes_a_queued_job_stale(make_job, approved_weather,
 def test_an_approval_revoked_while_running_stops_the_commit(
     make_job, approved_weather, bob, tmp_path, settings
 ):
-    settings.COVEL_JOB_RUNNERS = {**TEST_RUNNERS, "revoking": "jobs_test_runners.revoke_then_write"}
+    settings.COVEL_JOB_RUNNERS = {
+        **settings.COVEL_JOB_RUNNERS,
+        "revoking": "jobs_test_runners.revoke_then_write",
+    }
     job = make_job("revoking", plugin_id="weather", label="midway", revoke_as=bob.pk)
     assert job_execute(job_pk=job.pk, owner="w") == "stale"
     job.refresh_from_db()
@@ -369,7 +370,10 @@ def test_event_payloads_have_the_documented_shapes(make_job):
 
 
 def test_a_runner_that_stops_on_its_own_fails_the_job(make_job, settings):
-    settings.COVEL_JOB_RUNNERS = {**TEST_RUNNERS, "gives-up": "jobs_test_runners.gives_up"}
+    settings.COVEL_JOB_RUNNERS = {
+        **settings.COVEL_JOB_RUNNERS,
+        "gives-up": "jobs_test_runners.gives_up",
+    }
     job = make_job("gives-up")
     assert job_execute(job_pk=job.pk, owner="w") == "failed"
     job.refresh_from_db()

@@ -89,7 +89,7 @@ def test_an_agent_whose_tool_calls_keep_failing_fails_and_writes_nothing(bundled
 def test_a_story_agent_streams_the_story_and_sees_the_earlier_turns(db, alice):
     from test_play_support import index_bundled, make_world
 
-    from sessions.models import SessionEvent
+    from eventlog.models import SessionEvent
 
     index_bundled("narrator", "story-agent")
     world = make_world(owner=alice, plugins=["story-agent"])

@@ -16,8 +16,9 @@ from test_play_support import (
     write_plugin,
 )
 
+from sessions.errors import SessionBusy
 from sessions.models import PluginData, Turn
-from sessions.services import SessionBusy, session_create
+from sessions.services import session_create
 from sessions.turns import TurnRequest, turn_run
 
 file_database = support.file_database  # a shared fixture
@@ -93,7 +94,7 @@ def test_an_action_that_waits_briefly_runs_after_the_first_one_and_never_interle
     assert sorted(t.number for t in turns) == [1, 2]
     assert all(t.status == "committed" for t in turns)
     # Never interleaved: each turn's events lie between its start and its commit.
-    from sessions.models import SessionEvent
+    from eventlog.models import SessionEvent
 
     spans = {}
     for event in SessionEvent.objects.filter(session=session).order_by("seq"):

@@ -25,7 +25,7 @@ def test_a_detached_runtime_is_deferred_then_committed_as_a_background_turn(
     file_database, alice, tmp_path
 ):
     from jobs.models import RuntimeJob
-    from jobs.services import job_execute
+    from jobs.worker import job_execute
 
     runtime = {
         "schedule": {"stage": "post-turn", "detached": {"maxExecutionMs": 20000}},
@@ -77,7 +77,7 @@ def test_the_next_action_waits_for_a_settle_job_then_records_the_timeout(
     assert settle["timedOut"] is True
     assert settle["pendingJobIds"] == [str(job.job_id)]
     assert 300 <= settle["waitedMs"] < 3000
-    from sessions.models import SessionEvent
+    from eventlog.models import SessionEvent
 
     kinds = list(SessionEvent.objects.filter(session=session).values_list("type", flat=True))
     assert kinds.index("settle.waiting") < kinds.index("settle-timeout") < len(kinds) - 1
@@ -99,8 +99,8 @@ def test_an_rpc_action_and_a_slash_command_wait_for_settle_jobs_first(
 
     from django.test import Client
 
+    from eventlog.models import SessionEvent
     from jobs.models import RuntimeJob
-    from sessions.models import SessionEvent
 
     runtime = {
         "schedule": {"stage": "post-turn", "detached": {"settle": True, "maxSettleWaitMs": 300}},

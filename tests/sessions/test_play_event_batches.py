@@ -9,10 +9,10 @@ from django.test.utils import CaptureQueriesContext
 from test_play_job_events import detached_session, events, last_seq
 from test_play_support import by_runtime, play
 
+from eventlog.models import SessionEvent
+from eventlog.services import event_append, events_batched
 from jobs.models import RuntimeJob
-from jobs.services import job_execute
-from sessions.models import SessionEvent
-from sessions.services import event_append, events_batched
+from jobs.worker import job_execute
 
 
 def event_inserts(queries) -> list[str]:

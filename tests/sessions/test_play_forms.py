@@ -24,7 +24,8 @@ from test_play_support import (
 
 from agents.models import ModelSlot
 from agents.standin import StandInModel
-from sessions.models import Interaction, SessionEvent, Turn
+from eventlog.models import SessionEvent
+from sessions.models import Interaction, Turn
 from sessions.services import session_create
 
 SHEET = """

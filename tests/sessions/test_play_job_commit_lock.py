@@ -14,9 +14,9 @@ from test_play_job_events import detached_session
 from test_play_support import by_runtime, play, run_in_thread
 
 from jobs.models import RuntimeJob
-from jobs.services import job_execute
+from jobs.worker import job_execute
+from sessions.locks import session_lock_acquire, session_lock_release
 from sessions.models import Session, Turn
-from sessions.services import session_lock_acquire, session_lock_release
 
 file_database = support.file_database  # threads need a file, not :memory:
 

@@ -12,9 +12,11 @@ import test_play_support as support
 from django.test import Client
 from test_play_support import by_runtime, index_folder, make_world, play, write_plugin
 
+from eventlog.models import SessionEvent
 from jobs.models import RuntimeJob
-from jobs.services import job_cancel, job_execute
-from sessions.models import SessionEvent, Turn
+from jobs.services import job_cancel
+from jobs.worker import job_execute
+from sessions.models import Turn
 from sessions.services import session_create
 
 LATER = (
@@ -203,7 +205,7 @@ def test_concurrent_event_writers_each_get_their_own_seq(file_database, alice, t
     """Two threads appending to one session's stream at once: no error, no gap, no duplicate."""
     import threading
 
-    from sessions.services import event_append
+    from eventlog.services import event_append
 
     session = detached_session(alice, tmp_path)
     start = last_seq(session)
@@ -278,8 +280,8 @@ def test_an_event_written_while_a_commit_holds_the_session_row_waits_instead_of_
 
     from django.db import connections, transaction
 
+    from eventlog.services import event_append
     from sessions.models import Session
-    from sessions.services import event_append
 
     session = detached_session(alice, tmp_path)
     start = last_seq(session)

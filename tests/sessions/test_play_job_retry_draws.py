@@ -10,7 +10,8 @@ from test_play_job_events import detached_session
 from test_play_support import by_runtime, play
 
 from jobs.models import RuntimeJob
-from jobs.services import job_enqueue, job_execute, job_retry
+from jobs.services import job_enqueue, job_retry
+from jobs.worker import job_execute
 
 ROLL_AND_FAIL = """export default async (ctx) => {
   const roll = ctx.random.int(1, 1000000);

@@ -20,7 +20,7 @@ def test_the_jobs_panel_follows_a_job_from_queued_to_succeeded(
     page, live_server, log_in, alice, tmp_path
 ):
     from jobs.models import RuntimeJob
-    from jobs.services import job_execute
+    from jobs.worker import job_execute
 
     runtime = {"schedule": {"stage": "post-turn", "detached": True}, "function": {}}
     index_folder(write_plugin(tmp_path, "scribe", {}, runtimes={"later": (runtime, LATER)}))

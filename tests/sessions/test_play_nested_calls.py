@@ -15,10 +15,11 @@ import pytest
 from test_play_support import by_runtime, index_folder, make_world, play, write_plugin
 
 from catalogue.manifest.loader import load_package
+from eventlog.models import SessionEvent
 from pluginhost.callbacks import InMemoryCallbacks
 from pluginhost.errors import PluginCallError
 from pluginhost.services import plugin_function_call
-from sessions.models import PluginData, SessionEvent
+from sessions.models import PluginData
 from sessions.services import session_create
 
 DRIVER = """

@@ -31,7 +31,7 @@ NOTE = """export default async function handler(ctx) {
 
 def test_a_detached_job_makes_a_nested_call_that_commits_with_it(file_database, alice, tmp_path):
     from jobs.models import RuntimeJob
-    from jobs.services import job_execute
+    from jobs.worker import job_execute
 
     later = {
         "schedule": {"stage": "post-turn", "detached": {"maxExecutionMs": 20000}},

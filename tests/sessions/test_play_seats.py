@@ -14,7 +14,8 @@ import pytest
 from django.test import Client
 from test_play_support import by_runtime, index_folder, play, write_plugin
 
-from sessions.models import Session, SessionEvent
+from eventlog.models import SessionEvent
+from sessions.models import Session
 from sessions.services import SessionProblem, seat_update, session_create, session_set_status
 from worlds.models import World
 

@@ -161,7 +161,7 @@ def wait_for_event(session: Any, predicate: Any, timeout: float = 20.0) -> Any:
     """Poll the session's event stream (another thread writes it) until predicate(event) holds."""
     import time
 
-    from sessions.models import SessionEvent
+    from eventlog.models import SessionEvent
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -53,7 +53,7 @@ def run_once(job: SourceJob) -> SourceJobRun:
     """Make job (alone) due, dispatch it as beat would, and run it as a worker would."""
     SourceJob.objects.exclude(id=job.id).update(next_run_at=timezone.now() + timedelta(days=1))
     SourceJob.objects.filter(id=job.id).update(next_run_at=timezone.now())
-    [run_id] = services.source_jobs_dispatch(send=False)
+    [run_id] = services.source_jobs_dispatch()
     return services.source_job_run_execute(run_id=run_id)
 
 
@@ -68,9 +68,9 @@ def test_beat_dispatches_source_jobs_every_few_seconds() -> None:
 
 def test_a_new_job_is_due_at_once_and_claimed_once(var_dir: Path, example_copy: Path) -> None:
     services.source_plugins_sync()
-    first = services.source_jobs_dispatch(send=False)
+    first = services.source_jobs_dispatch()
     assert len(first) == 2
-    assert services.source_jobs_dispatch(send=False) == []  # both are running now
+    assert services.source_jobs_dispatch() == []  # both are running now
     assert set(SourceJob.objects.values_list("state", flat=True)) == {"running"}
 
 
@@ -95,7 +95,7 @@ def test_a_claim_needs_the_job_still_idle_and_due_as_read(
 def test_a_job_not_yet_due_is_left_alone(var_dir: Path, example_copy: Path) -> None:
     services.source_plugins_sync()
     SourceJob.objects.update(next_run_at=timezone.now() + timedelta(minutes=1))
-    assert services.source_jobs_dispatch(send=False) == []
+    assert services.source_jobs_dispatch() == []
 
 
 def test_a_run_calls_the_example_binarys_ingest(var_dir: Path, example_copy: Path) -> None:
@@ -275,7 +275,7 @@ def test_a_message_delivered_twice_runs_the_binary_once(
         """,
     )
     SourceJob.objects.filter(id=job.id).update(next_run_at=timezone.now())
-    [run_id] = services.source_jobs_dispatch(send=False)
+    [run_id] = services.source_jobs_dispatch()
     services.source_job_run_execute(run_id=run_id)
     again = services.source_job_run_execute(run_id=run_id)
     assert again.outcome == "succeeded" and counter.read_text() == "x"
@@ -284,7 +284,7 @@ def test_a_message_delivered_twice_runs_the_binary_once(
 def test_the_reaper_gives_back_a_job_whose_worker_died(var_dir: Path, example_copy: Path) -> None:
     services.source_plugins_sync()
     job = SourceJob.objects.get(name="ingest")
-    [run_id, _] = services.source_jobs_dispatch(send=False)
+    [run_id, _] = services.source_jobs_dispatch()
     run = SourceJobRun.objects.get(id=run_id)
     later = timezone.now() + timedelta(minutes=10)  # past timeout (20s) and grace
     reaped = services.source_jobs_reap(now=later)
@@ -305,7 +305,7 @@ def test_an_inactive_plugins_jobs_are_not_dispatched(
     data["protocol"] = 5
     write_plugin(data)
     services.source_plugins_sync()
-    assert services.source_jobs_dispatch(send=False) == []
+    assert services.source_jobs_dispatch() == []
 
 
 def test_dispatch_sends_the_run_task_after_commit(
@@ -317,7 +317,7 @@ def test_dispatch_sends_the_run_task_after_commit(
     monkeypatch.setattr(tasks.source_job_run, "delay", lambda run_id: sent.append(run_id))
     services.source_plugins_sync()
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        run_ids = services.source_jobs_dispatch()
+        run_ids = services.source_jobs_dispatch(send=tasks.source_job_run_send)
     assert len(callbacks) == 2 and sorted(sent) == sorted(run_ids)
 
 

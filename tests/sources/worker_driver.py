@@ -23,7 +23,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from sources import services  # noqa: E402
+from sources import services, tasks  # noqa: E402
 from sources.models import SourceJob, SourceJobRun  # noqa: E402
 
 PLUGIN, JOB = sys.argv[1], sys.argv[2]
@@ -37,7 +37,7 @@ SourceJob.objects.exclude(plugin__plugin_id=PLUGIN, name=JOB).update(active=Fals
 
 feed_written = False
 while time.monotonic() < DEADLINE:
-    services.source_jobs_dispatch()  # autocommit: on_commit sends at once
+    services.source_jobs_dispatch(send=tasks.source_job_run_send)  # autocommit: sent at once
     runs = list(
         SourceJobRun.objects.filter(job__plugin__plugin_id=PLUGIN, job__name=JOB).order_by("id")
     )

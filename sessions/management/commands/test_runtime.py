@@ -2,7 +2,7 @@
 
 PLUGIN is an installed plugin's id, as in the spec's `pnpm test:runtime -- notebook --pretty`
 (its folder in the bundled, user or community plugin folders, in that order), or a package
-folder path. Runs the package's tests/runtime-cases.json in mock mode (agents.cases) and prints
+folder path. Runs the package's tests/runtime-cases.json in mock mode (sessions.cases) and prints
 {"status": "ok"|"failed", "mode": "mock", "pluginId", "cases": [...]}. Exit codes: 0 when every
 case passes, 1 when any fails, 2 for bad arguments (no folder, no PLUGIN.md, no or malformed
 cases file, an unknown --case, an id no installed package has). `Unsupported rpc` notices go
@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents.cases import CaseFileError, plugin_folder_resolve, run_cases
+from sessions.cases import CaseFileError, plugin_folder_resolve, run_cases
 
 
 class Command(BaseCommand):

@@ -14,6 +14,12 @@ In mock mode:
 - guards are not run (the plugin host has no guard method yet): the runtime runs;
 - RPC actions (`rpc` in a case, or a message that is a slash command) are not run: the spec's
   notice `Unsupported rpc: <plugin>/<action>. Verify with the server.` is printed, not an error.
+
+It lives in sessions (it was agents/cases.py): it drives the session's resolver, planner, input
+binding and plugin-data overlay around the agent runtime, and agents sit below sessions. One
+piece, past 800 lines, because it is one turn's walk, resolve -> plan -> run each stage ->
+commit, mirrored from sessions/turns.py without a database: split, a reader would lose the
+order of the turn it imitates.
 """
 
 from __future__ import annotations
@@ -477,6 +483,8 @@ class MockTurn:
             self.finish(Outcome(rid, manifest.id, "agent", "skipped", "input-missing", missing))
             return
         settings = self.settings_for(manifest)
+        from sessions.operations import proposal_ops
+
         context = AgentRuntimeContext(
             data=OverlayData(overlay=self.overlay, runtime=rid),
             callbacks_for=lambda plugin: self.callbacks(plugin, rid),
@@ -495,6 +503,7 @@ class MockTurn:
             services=self.services,
             emit=lambda topic, payload: self.emitted(rid, topic, payload),
             tool_context={"turnNumber": 1, "logicalTurn": 1},
+            proposal_ops=proposal_ops,
         )
         endpoint = Endpoint(
             slot=agent_slot(runtime, settings),
