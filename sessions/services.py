@@ -19,6 +19,7 @@ from django.utils import timezone
 from approvals.selectors import packages_usability
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
+from core.errors import ApiError, issue, pointer
 from core.sql import Table
 from pluginhost.errors import PluginHostError
 from pluginhost.services import plugin_form_validate, plugin_rpc_call
@@ -39,8 +40,12 @@ LOCK_WAIT_SECONDS = 2.0
 LOCK_POLL_SECONDS = 0.05
 
 
-class SessionProblem(Exception):
-    """A refusal the API shows as {"detail", "code"} with an HTTP status."""
+class SessionProblem(ApiError):
+    """A refusal the API answers in the one error shape (core/errors.py) with an HTTP status.
+
+    `extra` goes into the error.occurred event as it is; `details` (default: extra) is what the
+    API answers in details.
+    """
 
     status = 409
     code = "session_problem"
@@ -52,13 +57,11 @@ class SessionProblem(Exception):
         code: str | None = None,
         status: int | None = None,
         extra: Mapping[str, Any] | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
-        if code:
-            self.code = code
-        if status:
-            self.status = status
+        super().__init__(
+            message, code=code, status=status, details=extra if details is None else details
+        )
         self.extra = dict(extra or {})
 
     def as_dict(self) -> dict[str, Any]:
@@ -570,7 +573,10 @@ def session_actions_resolve(
         )
     except ActionInvalid as exc:
         raise SessionProblem(
-            str(exc), code="action_invalid", status=422, extra={"path": exc.path, "rule": exc.rule}
+            str(exc),
+            code="action_invalid",
+            status=422,
+            details={"issues": [issue("/body" + exc.path, exc.rule, str(exc))]},
         ) from None
 
 
@@ -750,7 +756,11 @@ def interaction_submit(
             raise _form_refusal(
                 session,
                 interaction_id,
-                FormRejected("the form was not accepted", extra={"issues": issues}),
+                FormRejected(
+                    "the form was not accepted",
+                    extra={"issues": issues},
+                    details={"issues": [_form_issue(i) for i in issues]},
+                ),
             )
         request = TurnRequest(
             message=form_player_line(interaction.form, kept),
@@ -775,6 +785,13 @@ def interaction_submit(
         # The answer stays answered even when its turn fails: the row names that turn.
         if Turn.objects.filter(pk=request.turn_id).exists():
             Interaction.objects.filter(pk=interaction.pk).update(answer_turn_id=request.turn_id)
+
+
+def _form_issue(found: Mapping[str, Any]) -> dict[str, str]:
+    # A field's problem points at its value in the answer; a whole-form one at the values.
+    field = found.get("field")
+    tokens = ["body", "values", field] if field else ["body", "values"]
+    return issue(pointer(tokens), "form_rejected", str(found.get("message") or ""))
 
 
 def _form_refusal(session: Session, interaction_id: str, problem: SessionProblem) -> SessionProblem:
