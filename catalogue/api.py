@@ -53,7 +53,9 @@ def list_packages(request: HttpRequest, filters: Query[PackageListQuery]) -> dic
     return page(items, count=found.count, limit=limit, offset=offset)
 
 
-@router.get("/packages/{package_id}", response={200: PackageCardOut, **errors(404)}, by_alias=True)
+@router.get(
+    "/packages/{package_id}", response={200: PackageCardOut, **errors(404, 422)}, by_alias=True
+)
 def get_package(request: HttpRequest, package_id: str) -> dict:
     package = package_get(package_id=package_id)
     if package is None:

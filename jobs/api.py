@@ -53,7 +53,7 @@ def list_session_jobs(
     )
 
 
-@router.get("/jobs/{job_id}", response={200: JobOut, **errors(401, 403, 404)})
+@router.get("/jobs/{job_id}", response={200: JobOut, **errors(401, 403, 404, 422)})
 def get_job(request: HttpRequest, job_id: str) -> Any:
     job = _job(job_id)
     if not job_can_manage(user=request.user, job=job):
@@ -61,13 +61,13 @@ def get_job(request: HttpRequest, job_id: str) -> Any:
     return job_payload(job)
 
 
-@router.post("/jobs/{job_id}/cancel", response={200: JobOut, **errors(401, 403, 404, 409)})
+@router.post("/jobs/{job_id}/cancel", response={200: JobOut, **errors(401, 403, 404, 409, 422)})
 def cancel_job(request: HttpRequest, job_id: str) -> Any:
     """Cancel a queued, claimed or running job; 409 runtime_job_not_cancellable otherwise."""
     return job_payload(job_cancel(job=_job(job_id), actor=request.user))
 
 
-@router.post("/jobs/{job_id}/retry", response={201: JobOut, **errors(401, 403, 404, 409)})
+@router.post("/jobs/{job_id}/retry", response={201: JobOut, **errors(401, 403, 404, 409, 422)})
 def retry_job(request: HttpRequest, job_id: str) -> Any:
     """Retry a job in a failure state as a new job; 409 runtime_job_not_retryable otherwise."""
     created = job_retry(job=_job(job_id), actor=request.user)

@@ -49,7 +49,7 @@ def source_plugins(
     return [_summary(p) for p in selectors.source_plugin_list(state=state)]
 
 
-@router.get("/sources/{plugin_id}", response={200: SourcePluginOut, **errors(404)})
+@router.get("/sources/{plugin_id}", response={200: SourcePluginOut, **errors(404, 422)})
 def source_plugin(request: HttpRequest, plugin_id: str) -> dict:
     plugin = _plugin(plugin_id)
     jobs = [

@@ -178,6 +178,6 @@ def worlds_list(request: HttpRequest):
     return [_world_out(w) for w in selectors.world_list()]
 
 
-@router.get("/worlds/{world_id}", response={200: WorldOut, **errors(404)})
+@router.get("/worlds/{world_id}", response={200: WorldOut, **errors(404, 422)})
 def world_detail(request: HttpRequest, world_id: str):
     return _world_out(_world(world_id))

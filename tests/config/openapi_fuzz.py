@@ -121,12 +121,13 @@ def fuzz(
     known: dict[str, str],
     examples: int,
     fixed_query: dict[tuple[str, str], dict[str, Any]] | None = None,
+    only: set[tuple[str, str]] | None = None,
 ) -> Report:
     """Run `examples` positive and `examples` negative cases against every operation.
 
     known: real path parameter values (by name), used for about half the cases so requests reach
     real rows, not only 404s. fixed_query: per (method, path), query values to keep fixed (an
-    event stream's wait, say).
+    event stream's wait, say). only: just these (method, path) operations.
     """
     schema = schemathesis.openapi.from_wsgi("/api/openapi.json", app)
     report = Report()
@@ -137,7 +138,7 @@ def fuzz(
     for log in logs:
         log.setLevel(logging.ERROR)
     try:
-        _fuzz_operations(schema, report, cookies, headers, known, examples, fixed_query)
+        _fuzz_operations(schema, report, cookies, headers, known, examples, fixed_query, only)
     finally:
         for log, level in zip(logs, levels, strict=True):
             log.setLevel(level)
@@ -145,9 +146,11 @@ def fuzz(
     return report
 
 
-def _fuzz_operations(schema, report, cookies, headers, known, examples, fixed_query) -> None:
+def _fuzz_operations(schema, report, cookies, headers, known, examples, fixed_query, only) -> None:
     for result in schema.get_all_operations():
         operation = result.ok()
+        if only is not None and (operation.method.upper(), operation.path) not in only:
+            continue
         names = [p.name for p in operation.path_parameters]
         fixed = {n: known[n] for n in names if n in known}
         query = (fixed_query or {}).get((operation.method.upper(), operation.path))

@@ -116,3 +116,30 @@ def test_every_answer_matches_the_openapi_document(persona, rows, app, request):
     # Enough requests ran for the figures to mean something (two modes per operation).
     assert report.requests >= 20 * FUZZ_EXAMPLES, report.summary()
     assert sum(report.figures.values()) == 0, report.summary()
+
+
+def test_the_fuzz_fails_on_a_wrong_body_and_an_undocumented_status(app, monkeypatch):
+    """The check itself can fail: a list item of the wrong shape, a status no one declared."""
+    from django.http import JsonResponse
+
+    from catalogue import api as catalogue_api
+    from core.errors import ApiError
+
+    def teapot() -> None:
+        raise ApiError("not today", code="teapot", status=418)
+
+    # ninja passes an HttpResponse through unchecked: the body reaches the client as it is.
+    monkeypatch.setattr(catalogue_api, "tag_counts", lambda: JsonResponse([{"tag": 7}], safe=False))
+    monkeypatch.setattr(catalogue_api, "contract_providers", teapot)
+    report = openapi_fuzz.fuzz(
+        app=app,
+        cookies={},
+        headers={},
+        known={},
+        examples=2,
+        only={("GET", "/api/tags"), ("GET", "/api/contracts")},
+    )
+    assert report.requests >= 2
+    assert report.figures["schema_violations"] >= 1, report.summary()
+    assert report.figures["undocumented_statuses"] >= 1, report.summary()
+    assert {d[1] for d in report.distinct} == {"GET /api/tags", "GET /api/contracts"}
