@@ -93,7 +93,7 @@ def _issue_of(error: dict[str, Any]) -> dict[str, str]:
 
 @api.exception_handler(AuthenticationError)
 def _not_authenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    return respond(request, 401, "not_authenticated", "log in first (session cookie)")
+    return respond(request, 401, "not_authenticated", str(exc) or "authentication required")
 
 
 @api.exception_handler(HttpError)

@@ -48,6 +48,8 @@ router = Router(tags=["sessions"], auth=django_auth)
 # anonymous, 403 someone else's session (or a failed CSRF check on a write), 404, 409 busy or
 # ended, 422 invalid input.
 ERRORS = errors(400, 401, 403, 404, 409, 422)
+# A read has no body and changes nothing: no 400, no 409.
+READ_ERRORS = errors(401, 403, 404, 422)
 # Operations that run plugin code also answer 502 when the plugin host fails.
 RUN_ERRORS = errors(400, 401, 403, 404, 409, 422, 502)
 
@@ -127,7 +129,7 @@ def update_seat(
     )
 
 
-@router.get("/sessions/{session_id}", response={200: SessionOut, **ERRORS})
+@router.get("/sessions/{session_id}", response={200: SessionOut, **READ_ERRORS})
 def get_session(request: HttpRequest, session_id: str) -> dict[str, Any]:
     return session_out(_session(request, session_id))
 
@@ -139,12 +141,14 @@ def update_session(request: HttpRequest, session_id: str, data: SessionStatusIn)
     return session_out(session)
 
 
-@router.get("/sessions/{session_id}/plugin-data", response={200: list[PluginDataOut], **ERRORS})
+@router.get(
+    "/sessions/{session_id}/plugin-data", response={200: list[PluginDataOut], **READ_ERRORS}
+)
 def plugin_data(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
     return selectors.plugin_data_rows(session=_session(request, session_id))
 
 
-@router.get("/sessions/{session_id}/turns", response={200: TurnPageOut, **ERRORS})
+@router.get("/sessions/{session_id}/turns", response={200: TurnPageOut, **READ_ERRORS})
 def list_turns(request: HttpRequest, session_id: str, paging: Query[PageQuery]) -> dict:
     """The latest turns, oldest first (player, manual and background turns alike); ?offset=
     skips that many of the latest, so the next page back is offset + limit."""
@@ -244,7 +248,7 @@ def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
 
 @router.get(
     "/sessions/{session_id}/events",
-    response={200: None, **ERRORS},
+    response={200: None, **READ_ERRORS},
     openapi_extra={"responses": {200: {"description": "Server-sent events", "content": STREAM}}},
 )
 def session_events(
