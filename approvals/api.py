@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Query, Router, Status
+from ninja import Query, Router
 from ninja.security import django_auth
 
 from approvals.models import ApprovalRequest, JournalEntry
@@ -14,14 +14,18 @@ from approvals.schemas import (
     ApprovalFilter,
     ApprovalPageOut,
     DecisionIn,
-    ErrorOut,
 )
 from approvals.selectors import approval_get, approval_list, approval_view
-from approvals.services import ApprovalError, approval_decide
+from approvals.services import approval_decide
+from core.errors import Forbidden, NotFound
+from core.schemas import errors, page
 
 router = Router(tags=["approvals"], auth=django_auth)
 
-NOT_STAFF = {"detail": "only staff may review package permissions", "code": "staff_only"}
+
+def _require_staff(request: HttpRequest) -> None:
+    if not request.user.is_staff:
+        raise Forbidden("only staff may review package permissions", code="staff_only")
 
 
 def _journal_out(entry: JournalEntry) -> dict[str, Any]:
@@ -64,41 +68,39 @@ def _out(item: ApprovalRequest, *, journal: bool = False) -> dict[str, Any]:
     return data
 
 
-@router.get("/approvals", response={200: ApprovalPageOut, 403: ErrorOut})
+@router.get("/approvals", response={200: ApprovalPageOut, **errors(401, 403, 422)})
 def list_approvals(request: HttpRequest, filters: Query[ApprovalFilter]) -> Any:
     """Approval requests, pending first; ?state= filters, ?limit=&offset= page."""
-    if not request.user.is_staff:
-        return Status(403, NOT_STAFF)
+    _require_staff(request)
     requests = approval_list(state=filters.state)
-    page = requests[filters.offset : filters.offset + filters.limit]
-    return Status(200, {"count": requests.count(), "items": [_out(item) for item in page]})
+    rows = requests[filters.offset : filters.offset + filters.limit]
+    return page(
+        [_out(item) for item in rows],
+        count=requests.count(),
+        limit=filters.limit,
+        offset=filters.offset,
+    )
 
 
 @router.get(
-    "/approvals/{request_id}", response={200: ApprovalDetailOut, 403: ErrorOut, 404: ErrorOut}
+    "/approvals/{request_id}", response={200: ApprovalDetailOut, **errors(401, 403, 404, 422)}
 )
 def get_approval(request: HttpRequest, request_id: int) -> Any:
-    if not request.user.is_staff:
-        return Status(403, NOT_STAFF)
+    _require_staff(request)
     item = approval_get(request_id=request_id)
     if item is None:
-        return Status(
-            404, {"detail": f"approval request {request_id} does not exist", "code": "not_found"}
-        )
-    return Status(200, _out(item, journal=True))
+        raise NotFound(f"approval request {request_id} does not exist")
+    return _out(item, journal=True)
 
 
 @router.post(
     "/approvals/{request_id}/decision",
-    response={200: ApprovalDetailOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+    response={200: ApprovalDetailOut, **errors(400, 401, 403, 404, 409, 422)},
 )
 def decide_approval(request: HttpRequest, request_id: int, payload: DecisionIn) -> Any:
-    if not request.user.is_staff:
-        return Status(403, NOT_STAFF)
-    try:
-        item = approval_decide(
-            request_id=request_id, decision=payload.decision, actor=request.user, note=payload.note
-        )
-    except ApprovalError as exc:
-        return Status(exc.status, {"detail": exc.message, "code": exc.code})
-    return Status(200, _out(item, journal=True))
+    """Allow, deny or revoke; 409 approval_scope_changed on a stale request (ApprovalError)."""
+    _require_staff(request)
+    item = approval_decide(
+        request_id=request_id, decision=payload.decision, actor=request.user, note=payload.note
+    )
+    return _out(item, journal=True)

@@ -5,16 +5,11 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
-
-class ErrorOut(Schema):
-    detail: str
-    code: str
+from core.schemas import PageOut, PageQuery
 
 
-class ApprovalFilter(Schema):
+class ApprovalFilter(PageQuery):
     state: Literal["pending", "approved", "denied", "revoked"] | None = None
-    limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)
 
 
 class DecisionIn(Schema):
@@ -58,6 +53,5 @@ class ApprovalDetailOut(ApprovalOut):
     journal: list[JournalEntryOut]
 
 
-class ApprovalPageOut(Schema):
-    count: int
+class ApprovalPageOut(PageOut):
     items: list[ApprovalOut]

@@ -10,20 +10,17 @@ from django.utils import timezone
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
 from approvals.permissions import compute_permission_set, is_empty, is_within, permission_hash
 from catalogue.models import Package
+from core.errors import ApiError
 
 State = ApprovalRequest.State
 Action = JournalEntry.Action
 
 
-class ApprovalError(Exception):
+class ApprovalError(ApiError):
     """A decision that cannot be made; code is stable for API clients."""
 
     code = "approval_error"
     status = 400
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class ApprovalScopeChanged(ApprovalError):

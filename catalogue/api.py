@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 from ninja import Query, Router
-from ninja.responses import Status
 
 from catalogue.api_schemas import (
     ContractOut,
-    ErrorOut,
     PackageCardOut,
     PackageListOut,
     PackageListQuery,
     TagCountOut,
 )
 from catalogue.selectors import (
+    DEFAULT_PAGE_SIZE,
     PackageFilters,
     contract_providers,
     package_card,
@@ -23,13 +22,20 @@ from catalogue.selectors import (
     package_summary,
     tag_counts,
 )
+from core.errors import NotFound
+from core.schemas import errors, page
 
 router = Router(tags=["catalogue"])
 
 
-@router.get("/packages", response=PackageListOut, by_alias=True)
+@router.get("/packages", response={200: PackageListOut, **errors(422)}, by_alias=True)
 def list_packages(request: HttpRequest, filters: Query[PackageListQuery]) -> dict:
-    page = package_page(
+    limit = filters.limit or filters.page_size or DEFAULT_PAGE_SIZE
+    if filters.offset is not None:
+        offset = filters.offset
+    else:
+        offset = (filters.page - 1) * limit if filters.page else 0
+    found = package_page(
         filters=PackageFilters(
             q=filters.q,
             tags=tuple(filters.tag),
@@ -40,18 +46,21 @@ def list_packages(request: HttpRequest, filters: Query[PackageListQuery]) -> dic
             state=filters.state or "",
             sort=filters.sort or "",
         ),
-        page=filters.page,
-        page_size=filters.page_size,
+        page_size=limit,
+        offset=offset,
     )
-    return {"items": [package_summary(p) for p in page.items], "count": page.count}
+    items = [package_summary(p) for p in found.items]
+    return page(items, count=found.count, limit=limit, offset=offset)
 
 
-@router.get("/packages/{package_id}", response={200: PackageCardOut, 404: ErrorOut}, by_alias=True)
-def get_package(request: HttpRequest, package_id: str) -> Status:
+@router.get(
+    "/packages/{package_id}", response={200: PackageCardOut, **errors(404, 422)}, by_alias=True
+)
+def get_package(request: HttpRequest, package_id: str) -> dict:
     package = package_get(package_id=package_id)
     if package is None:
-        return Status(404, {"detail": f"No package with id {package_id!r} is installed."})
-    return Status(200, package_card(package))
+        raise NotFound(f"No package with id {package_id!r} is installed.")
+    return package_card(package)
 
 
 @router.get("/tags", response=list[TagCountOut])

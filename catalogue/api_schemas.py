@@ -8,6 +8,7 @@ from typing import Any, Literal
 from ninja import Field, Schema
 
 from catalogue.selectors import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from core.schemas import MAX_OFFSET, PageOut
 
 
 class PackageListQuery(Schema):
@@ -26,8 +27,28 @@ class PackageListQuery(Schema):
     sort: Literal["relevance", "name", "updated"] | None = Field(
         None, description="Defaults to relevance with q, otherwise name."
     )
-    page: int = Field(1, ge=1)
-    page_size: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    limit: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PAGE_SIZE,
+        description=f"At most this many (default {DEFAULT_PAGE_SIZE}).",
+    )
+    offset: int | None = Field(None, ge=0, le=MAX_OFFSET, description="Skip this many first.")
+    # The catalogue's paging before the one style (docs/api.md): still understood.
+    page: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_OFFSET,
+        json_schema_extra={"deprecated": True},
+        description="Deprecated: offset = (page - 1) * limit.",
+    )
+    page_size: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PAGE_SIZE,
+        json_schema_extra={"deprecated": True},
+        description="Deprecated: the same as limit.",
+    )
 
 
 class AuthorBriefOut(Schema):
@@ -56,9 +77,8 @@ class PackageItemOut(Schema):
     updatedAt: str | None
 
 
-class PackageListOut(Schema):
+class PackageListOut(PageOut):
     items: list[PackageItemOut]
-    count: int
 
 
 class LinkOut(Schema):
@@ -380,7 +400,3 @@ class ContractOut(Schema):
     contract: str
     providers: list[str]
     default: str | None
-
-
-class ErrorOut(Schema):
-    detail: str

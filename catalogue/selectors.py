@@ -129,14 +129,17 @@ def package_page(
     page: int = 1,
     page_size: int = DEFAULT_PAGE_SIZE,
     facets: bool = False,
+    offset: int | None = None,
 ) -> PackagePage:
-    """One page of packages (with tags and contracts prefetched) and the total count."""
+    """One page of packages (with tags and contracts prefetched) and the total count.
+
+    offset (the API's paging) starts the page at that item instead of at page's first."""
     page_size = max(1, min(page_size, MAX_PAGE_SIZE))
     qs = package_queryset(filters=filters)
     count = qs.count()
     num_pages = max(1, -(-count // page_size))
     page = max(1, page)
-    start = (page - 1) * page_size
+    start = (page - 1) * page_size if offset is None else max(0, offset)
     # A list item never needs the big columns (the manifest above all): leave them in the database.
     slim = qs.defer(*LIST_DEFERRED).prefetch_related(*_list_prefetches())
     items = list(slim[start : start + page_size]) if start < count else []

@@ -14,3 +14,5 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("", include("catalogue.urls")),
 ]
+
+handler404 = "config.api.not_found_view"

@@ -13,75 +13,62 @@ from django.http import HttpRequest
 from ninja import Query, Router, Status
 from ninja.security import django_auth
 
-from jobs.errors import JobError
+from core.errors import Forbidden, NotFound
+from core.schemas import errors, page
 from jobs.events import job_payload
-from jobs.schemas import ErrorOut, JobListFilter, JobListOut, JobOut
+from jobs.models import RuntimeJob
+from jobs.schemas import JobListFilter, JobListOut, JobOut
 from jobs.selectors import job_get, session_can_manage, session_get, session_jobs
 from jobs.services import job_can_manage, job_cancel, job_retry
 
 router = Router(tags=["jobs"], auth=django_auth)
 
-FORBIDDEN = {"detail": "only staff and the session's owner may see its jobs", "code": "forbidden"}
+FORBIDDEN = "only staff and the session's owner may see its jobs"
 
 
-def _error(exc: JobError) -> Status:
-    return Status(exc.status, {"detail": exc.message, "code": exc.code})
+def _job(job_id: str) -> RuntimeJob:
+    job = job_get(job_id=job_id)
+    if job is None:
+        raise NotFound(f"job {job_id} does not exist")
+    return job
 
 
-def _not_found(what: str) -> Status:
-    return Status(404, {"detail": f"{what} does not exist", "code": "not_found"})
-
-
-@router.get("/sessions/{session_id}/jobs", response={200: JobListOut, 403: ErrorOut, 404: ErrorOut})
+@router.get("/sessions/{session_id}/jobs", response={200: JobListOut, **errors(401, 403, 404, 422)})
 def list_session_jobs(
     request: HttpRequest, session_id: uuid.UUID, filters: Query[JobListFilter]
 ) -> Any:
     """The session's jobs, newest first; ?state= filters, ?limit=&offset= page."""
     session = session_get(session_id=session_id)
     if session is None:
-        return _not_found(f"session {session_id}")
+        raise NotFound(f"session {session_id} does not exist")
     if not session_can_manage(user=request.user, session=session):
-        return Status(403, FORBIDDEN)
+        raise Forbidden(FORBIDDEN)
     jobs = session_jobs(session_id=session_id, state=filters.state)
-    page = jobs[filters.offset : filters.offset + filters.limit]
-    return Status(200, {"count": jobs.count(), "items": [job_payload(j) for j in page]})
+    rows = jobs[filters.offset : filters.offset + filters.limit]
+    return page(
+        [job_payload(j) for j in rows],
+        count=jobs.count(),
+        limit=filters.limit,
+        offset=filters.offset,
+    )
 
 
-@router.get("/jobs/{job_id}", response={200: JobOut, 403: ErrorOut, 404: ErrorOut})
+@router.get("/jobs/{job_id}", response={200: JobOut, **errors(401, 403, 404, 422)})
 def get_job(request: HttpRequest, job_id: str) -> Any:
-    job = job_get(job_id=job_id)
-    if job is None:
-        return _not_found(f"job {job_id}")
+    job = _job(job_id)
     if not job_can_manage(user=request.user, job=job):
-        return Status(403, FORBIDDEN)
-    return Status(200, job_payload(job))
+        raise Forbidden(FORBIDDEN)
+    return job_payload(job)
 
 
-@router.post(
-    "/jobs/{job_id}/cancel", response={200: JobOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
-)
+@router.post("/jobs/{job_id}/cancel", response={200: JobOut, **errors(401, 403, 404, 409, 422)})
 def cancel_job(request: HttpRequest, job_id: str) -> Any:
     """Cancel a queued, claimed or running job; 409 runtime_job_not_cancellable otherwise."""
-    job = job_get(job_id=job_id)
-    if job is None:
-        return _not_found(f"job {job_id}")
-    try:
-        return Status(200, job_payload(job_cancel(job=job, actor=request.user)))
-    except JobError as exc:
-        return _error(exc)
+    return job_payload(job_cancel(job=_job(job_id), actor=request.user))
 
 
-@router.post(
-    "/jobs/{job_id}/retry", response={201: JobOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
-)
+@router.post("/jobs/{job_id}/retry", response={201: JobOut, **errors(401, 403, 404, 409, 422)})
 def retry_job(request: HttpRequest, job_id: str) -> Any:
     """Retry a job in a failure state as a new job; 409 runtime_job_not_retryable otherwise."""
-    job = job_get(job_id=job_id)
-    if job is None:
-        return _not_found(f"job {job_id}")
-    try:
-        created = job_retry(job=job, actor=request.user)
-    except JobError as exc:
-        return _error(exc)
-    created = job_get(job_id=created.job_id)
-    return Status(201, job_payload(created))
+    created = job_retry(job=_job(job_id), actor=request.user)
+    return Status(201, job_payload(job_get(job_id=created.job_id)))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from core.errors import ApiError
 
-class JobError(Exception):
+
+class JobError(ApiError):
+    """The API answers it in the one error shape (core/errors.py) with its status and code."""
+
     code = "runtime_job_error"
     status = 400
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class JobNotFound(JobError):

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ninja import Field, Schema
+from ninja import Schema
 
+from core.schemas import PageOut, PageQuery
 from jobs.models import JobState
 
 StateName = Literal[tuple(JobState.values)]  # type: ignore[valid-type]
-
-
-class ErrorOut(Schema):
-    detail: str
-    code: str
 
 
 class JobOut(Schema):
@@ -44,12 +40,9 @@ class JobOut(Schema):
     result: Any = None
 
 
-class JobListOut(Schema):
-    count: int
+class JobListOut(PageOut):
     items: list[JobOut]
 
 
-class JobListFilter(Schema):
+class JobListFilter(PageQuery):
     state: StateName | None = None  # type: ignore[valid-type]
-    limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)

@@ -1,7 +1,8 @@
 """The sessions API: create, list and get sessions; play turns; events; manual runs; RPC actions.
 
 Session auth (django_auth: 401 anonymous, CSRF on writes); the session's owner or staff only
-(403 for anyone else). Refusals are {"detail", "code"}.
+(403 for anyone else). Refusals are the one error shape of core/errors.py: SessionProblem and
+the slash commands' CommandError are answered by the API root's handlers (config/api.py).
 """
 
 from __future__ import annotations
@@ -11,21 +12,20 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Header, Query, Router
 from ninja.responses import Status
 from ninja.security import django_auth
 
+from core.errors import Conflict, Forbidden, Invalid, NotFound, issue
+from core.schemas import PageQuery, errors, page
 from eventlog.selectors import events_after, last_event_seq
 from eventlog.services import event_append
 from sessions import events, interactions, locks, selectors, services
-from sessions.commands import CommandError
 from sessions.models import Session
 from sessions.schemas import (
-    ActionErrorOut,
     ActionIn,
     CommandIn,
-    ErrorOut,
-    InteractionErrorOut,
+    EventsQuery,
     InteractionSubmitIn,
     JobAcceptedOut,
     PluginDataOut,
@@ -39,34 +39,29 @@ from sessions.schemas import (
     SessionOut,
     SessionStatusIn,
     TurnOut,
-    TurnRowOut,
+    TurnPageOut,
 )
 from sessions.turns import TurnRequest, schema_problem, turn_run
 from worlds.models import World
 
 router = Router(tags=["sessions"], auth=django_auth)
 
-ERRORS: dict[int, Any] = {
-    400: ErrorOut,
-    403: ErrorOut,
-    404: ErrorOut,
-    409: ErrorOut,
-    422: ErrorOut,
-    502: ErrorOut,
-}
-
-
-class _Refusal(Exception):
-    def __init__(self, status: int, detail: str, code: str) -> None:
-        self.status, self.body = status, {"detail": detail, "code": code}
+# What a session operation may answer besides its success: 400 a body that is not JSON, 401
+# anonymous, 403 someone else's session (or a failed CSRF check on a write), 404, 409 busy or
+# ended, 422 invalid input.
+ERRORS = errors(400, 401, 403, 404, 409, 422)
+# A read has no body and changes nothing: no 400, no 409.
+READ_ERRORS = errors(401, 403, 404, 422)
+# Operations that run plugin code also answer 502 when the plugin host fails.
+RUN_ERRORS = errors(400, 401, 403, 404, 409, 422, 502)
 
 
 def _session(request: HttpRequest, session_id: str) -> Session:
     session = selectors.session_get(session_id=session_id)
     if session is None:
-        raise _Refusal(404, f"no session {session_id}", "not_found")
+        raise NotFound(f"no session {session_id}")
     if not selectors.session_can_access(session=session, user=request.user):
-        raise _Refusal(403, "this session belongs to another player", "forbidden")
+        raise Forbidden("this session belongs to another player")
     return session
 
 
@@ -89,97 +84,77 @@ def session_out(session: Session) -> dict[str, Any]:
     }
 
 
-def _problem(exc: services.SessionProblem) -> Status:
-    return Status(exc.status, exc.as_dict())
+def _wants_stream(request: HttpRequest, stream: bool) -> bool:
+    return stream or "text/event-stream" in request.headers.get("Accept", "")
 
 
-def _wants_stream(request: HttpRequest) -> bool:
-    return "text/event-stream" in request.headers.get("Accept", "") or request.GET.get(
-        "stream"
-    ) in ("1", "true")
-
-
-@router.get("/sessions", response={200: SessionListOut})
-def list_sessions(request: HttpRequest) -> dict[str, Any]:
-    rows = [
-        session_out(s) for s in selectors.session_list(user=request.user).select_related("owner")
-    ]
-    return {"items": rows, "count": len(rows)}
+@router.get("/sessions", response={200: SessionListOut, **errors(401, 422)})
+def list_sessions(request: HttpRequest, paging: Query[PageQuery]) -> dict[str, Any]:
+    """Your own sessions, newest first; ?limit=&offset= page."""
+    sessions = selectors.session_list(user=request.user).select_related("owner")
+    rows = sessions[paging.offset : paging.offset + paging.limit]
+    return page(
+        [session_out(s) for s in rows],
+        count=sessions.count(),
+        limit=paging.limit,
+        offset=paging.offset,
+    )
 
 
 @router.post("/sessions", response={201: SessionOut, **ERRORS})
 def create_session(request: HttpRequest, data: SessionCreateIn) -> Status:
     world = World.objects.filter(world_id=data.world).first()
     if world is None:
-        return Status(404, {"detail": f"no world {data.world!r}", "code": "not_found"})
-    try:
-        session = services.session_create(
-            owner=request.user,
-            world=world,
-            requested=data.plugins,
-            excluded=data.excluded,
-            title=data.title,
-            locale=data.locale,
-            character_id=data.character,
-        )
-    except services.SessionProblem as exc:
-        return _problem(exc)
+        raise NotFound(f"no world {data.world!r}")
+    session = services.session_create(
+        owner=request.user,
+        world=world,
+        requested=data.plugins,
+        excluded=data.excluded,
+        title=data.title,
+        locale=data.locale,
+        character_id=data.character,
+    )
     return Status(201, session_out(session))
 
 
 @router.patch("/sessions/{session_id}/seats/{seat_id}", response={200: SeatOut, **ERRORS})
-def update_seat(request: HttpRequest, session_id: str, seat_id: str, data: SeatUpdateIn) -> Status:
+def update_seat(
+    request: HttpRequest, session_id: str, seat_id: str, data: SeatUpdateIn
+) -> dict[str, Any]:
     """Switch a seat's current character or rebind its characters; the next turn sees it."""
-    try:
-        seat = services.seat_update(
-            session=_session(request, session_id),
-            seat_id=seat_id,
-            character_ids=data.characterIds,
-            current_character_id=data.currentCharacterId,
-        )
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
-    except services.SessionProblem as exc:
-        return _problem(exc)
-    return Status(200, seat)
+    return services.seat_update(
+        session=_session(request, session_id),
+        seat_id=seat_id,
+        character_ids=data.characterIds,
+        current_character_id=data.currentCharacterId,
+    )
 
 
-@router.get("/sessions/{session_id}", response={200: SessionOut, **ERRORS})
-def get_session(request: HttpRequest, session_id: str) -> Status:
-    try:
-        return Status(200, session_out(_session(request, session_id)))
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
+@router.get("/sessions/{session_id}", response={200: SessionOut, **READ_ERRORS})
+def get_session(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    return session_out(_session(request, session_id))
 
 
 @router.patch("/sessions/{session_id}", response={200: SessionOut, **ERRORS})
-def update_session(request: HttpRequest, session_id: str, data: SessionStatusIn) -> Status:
-    try:
-        session = _session(request, session_id)
-        services.session_set_status(session=session, status=data.status)
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
-    except services.SessionProblem as exc:
-        return _problem(exc)
-    return Status(200, session_out(session))
+def update_session(request: HttpRequest, session_id: str, data: SessionStatusIn) -> dict:
+    session = _session(request, session_id)
+    services.session_set_status(session=session, status=data.status)
+    return session_out(session)
 
 
-@router.get("/sessions/{session_id}/plugin-data", response={200: list[PluginDataOut], **ERRORS})
-def plugin_data(request: HttpRequest, session_id: str) -> Status:
-    try:
-        session = _session(request, session_id)
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
-    return Status(200, selectors.plugin_data_rows(session=session))
+@router.get(
+    "/sessions/{session_id}/plugin-data", response={200: list[PluginDataOut], **READ_ERRORS}
+)
+def plugin_data(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
+    return selectors.plugin_data_rows(session=_session(request, session_id))
 
 
-@router.get("/sessions/{session_id}/turns", response={200: list[TurnRowOut], **ERRORS})
-def list_turns(request: HttpRequest, session_id: str, limit: int = 50) -> Status:
-    """The latest turns, oldest first (player, manual and background turns alike)."""
-    try:
-        session = _session(request, session_id)
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
+@router.get("/sessions/{session_id}/turns", response={200: TurnPageOut, **READ_ERRORS})
+def list_turns(request: HttpRequest, session_id: str, paging: Query[PageQuery]) -> dict:
+    """The latest turns, oldest first (player, manual and background turns alike); ?offset=
+    skips that many of the latest, so the next page back is offset + limit."""
+    session = _session(request, session_id)
     rows = [
         {
             "turnId": str(t.pk),
@@ -195,33 +170,41 @@ def list_turns(request: HttpRequest, session_id: str, limit: int = 50) -> Status
             "createdAt": t.created_at.isoformat(),
             "finishedAt": t.finished_at.isoformat() if t.finished_at else None,
         }
-        for t in selectors.turn_list(session=session, limit=max(1, min(limit, 200)))
+        for t in selectors.turn_list(session=session, limit=paging.limit, offset=paging.offset)
     ]
-    return Status(200, rows)
+    count = selectors.turn_count(session=session)
+    return page(rows, count=count, limit=paging.limit, offset=paging.offset)
+
+
+# An SSE answer; its events are described in docs/play.md, not as a JSON schema.
+STREAM = {"text/event-stream": {}}
+TURN_OR_STREAM = {
+    "application/json": {"schema": {"$ref": "#/components/schemas/TurnOut"}},
+    **STREAM,
+}
 
 
 @router.post(
-    "/sessions/{session_id}/actions", response={200: TurnOut, **ERRORS, 422: ActionErrorOut}
+    "/sessions/{session_id}/actions",
+    response={200: TurnOut, **RUN_ERRORS},
+    openapi_extra={"responses": {200: {"description": "OK", "content": TURN_OR_STREAM}}},
 )
-def post_action(request: HttpRequest, session_id: str, data: ActionIn) -> Any:
+def post_action(
+    request: HttpRequest,
+    session_id: str,
+    data: ActionIn,
+    stream: bool = Query(False, description="Answer the turn's events (SSE), not its result."),
+) -> Any:
     """The player's action: the turn's result, or (Accept: text/event-stream / ?stream=1) its events."""
-    try:
-        session = _session(request, session_id)
-        services.session_require_active(session=session)
-        actions = services.session_actions_resolve(
-            session=session, username=request.user.get_username(), actions=data.actions
-        )
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
-    except services.SessionProblem as exc:
-        return _problem(exc)
+    session = _session(request, session_id)
+    services.session_require_active(session=session)
+    actions = services.session_actions_resolve(
+        session=session, username=request.user.get_username(), actions=data.actions
+    )
     turn_request = TurnRequest(message=data.message, actions=actions)
-    if _wants_stream(request):
+    if _wants_stream(request, stream):
         return _stream_turn(session, turn_request)
-    try:
-        return Status(200, turn_run(session=session, request=turn_request))
-    except services.SessionProblem as exc:
-        return _problem(exc)
+    return turn_run(session=session, request=turn_request)
 
 
 def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
@@ -230,10 +213,7 @@ def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
     Settle jobs are waited for first, without the lock (their commits need the session row).
     """
     turn_request.settle = services.session_settle(session_id=session.pk)
-    try:
-        token = locks.session_lock_acquire(session_id=session.pk)
-    except services.SessionProblem as exc:
-        return _problem(exc)
+    token = locks.session_lock_acquire(session_id=session.pk)  # SessionBusy: 409
     after = last_event_seq(session=session)
     turn_id = str(turn_request.turn_id)
 
@@ -265,13 +245,25 @@ def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
     )
 
 
-@router.get("/sessions/{session_id}/events", response={200: None, **ERRORS})
-def session_events(request: HttpRequest, session_id: str) -> Any:
+@router.get(
+    "/sessions/{session_id}/events",
+    response={200: None, **READ_ERRORS},
+    openapi_extra={"responses": {200: {"description": "Server-sent events", "content": STREAM}}},
+)
+def session_events(
+    request: HttpRequest,
+    session_id: str,
+    query: Query[EventsQuery],
+    last_event_id: int | None = Header(
+        None,
+        alias="Last-Event-ID",
+        ge=0,
+        le=2**62,
+        description="Resume after this event (EventSource).",
+    ),
+) -> Any:
     """SSE: the events after Last-Event-ID (or ?after=), then new ones for ?wait= seconds."""
-    try:
-        session = _session(request, session_id)
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
+    session = _session(request, session_id)
     return events.sse_response(
         events.stream_events(
             session_id=session.pk,
@@ -283,38 +275,24 @@ def session_events(request: HttpRequest, session_id: str) -> Any:
 
 @router.post(
     "/sessions/{session_id}/runtimes/{plugin}/{runtime}/run",
-    response={200: TurnOut, 202: JobAcceptedOut, **ERRORS},
+    response={200: TurnOut, 202: JobAcceptedOut, **RUN_ERRORS},
 )
 def run_runtime(
     request: HttpRequest, session_id: str, plugin: str, runtime: str, data: RunIn
 ) -> Any:
     """A manual trigger with a payload, checked against io.payloadSchema."""
-    try:
-        session = _session(request, session_id)
-        services.session_require_active(session=session)
-        resolution, installed = services.session_resolve(session=session)
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
-    except services.SessionProblem as exc:
-        return _problem(exc)
+    session = _session(request, session_id)
+    services.session_require_active(session=session)
+    resolution, installed = services.session_resolve(session=session)
     manifest = installed.get(plugin) if plugin in resolution.active else None
     target = manifest.runtime(runtime) if manifest else None
     if manifest is None or target is None:
-        return Status(
-            404,
-            {
-                "detail": f"no runtime {plugin}/{runtime} is active in this session",
-                "code": "not_found",
-            },
-        )
+        raise NotFound(f"no runtime {plugin}/{runtime} is active in this session")
     if target.trigger != "manual":
-        return Status(
-            409,
-            {
-                "detail": f"{target.qualified_id} is triggered {target.trigger}, not by hand; only a runtime "
-                "with trigger: manual runs from this endpoint",
-                "code": "not-manual",
-            },
+        raise Conflict(
+            f"{target.qualified_id} is triggered {target.trigger}, not by hand; only a runtime "
+            "with trigger: manual runs from this endpoint",
+            code="not-manual",
         )
     payload_schema = target.data.get("io", {}).get("payloadSchema")
     if payload_schema:
@@ -326,19 +304,19 @@ def run_runtime(
             what="payload",
         )
         if problem:
-            return Status(422, {"detail": problem, "code": "payload-invalid"})
+            raise Invalid(
+                problem,
+                code="payload-invalid",
+                issues=[issue("/body/payload", "payload-invalid", problem)],
+            )
     if target.schedule.get("background") is True:
         return _enqueue_background(
             session, manifest.id, target.qualified_id, data.payload, manifest.version
         )
-    try:
-        result = turn_run(
-            session=session,
-            request=TurnRequest(kind="manual", manual={target.qualified_id: data.payload}),
-        )
-    except services.SessionProblem as exc:
-        return _problem(exc)
-    return Status(200, result)
+    return turn_run(
+        session=session,
+        request=TurnRequest(kind="manual", manual={target.qualified_id: data.payload}),
+    )
 
 
 def _enqueue_background(
@@ -348,9 +326,7 @@ def _enqueue_background(
         from jobs.events import accepted_payload
         from jobs.services import job_enqueue
     except ImportError:
-        return Status(
-            409, {"detail": "background runs need the jobs app", "code": "jobs_unavailable"}
-        )
+        raise Conflict("background runs need the jobs app", code="jobs_unavailable") from None
     with transaction.atomic():
         job = job_enqueue(
             session_id=session.pk,
@@ -362,53 +338,31 @@ def _enqueue_background(
     return Status(202, accepted_payload(job))
 
 
-@router.post("/sessions/{session_id}/rpc/{plugin}/{action}", response={200: RpcOut, **ERRORS})
-def rpc(request: HttpRequest, session_id: str, plugin: str, action: str, data: RpcIn) -> Status:
+@router.post("/sessions/{session_id}/rpc/{plugin}/{action}", response={200: RpcOut, **RUN_ERRORS})
+def rpc(request: HttpRequest, session_id: str, plugin: str, action: str, data: RpcIn) -> Any:
     """An RPC action with a payload, or a slash command (`command`) parsed per contributes.commands."""
-    try:
-        session = _session(request, session_id)
-        return Status(
-            200,
-            services.session_rpc(
-                session=session,
-                plugin=plugin,
-                action=action,
-                payload=data.payload,
-                command_text=data.command,
-            ),
-        )
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
-    except CommandError as exc:
-        return Status(422, exc.as_dict())
-    except services.SessionProblem as exc:
-        return _problem(exc)
+    return services.session_rpc(
+        session=_session(request, session_id),
+        plugin=plugin,
+        action=action,
+        payload=data.payload,
+        command_text=data.command,
+    )
 
 
-@router.post("/sessions/{session_id}/commands", response={200: RpcOut, **ERRORS})
-def command(request: HttpRequest, session_id: str, data: CommandIn) -> Status:
+@router.post("/sessions/{session_id}/commands", response={200: RpcOut, **RUN_ERRORS})
+def command(request: HttpRequest, session_id: str, data: CommandIn) -> Any:
     """A slash command typed in the composer; the active package that declares it runs it."""
-    try:
-        session = _session(request, session_id)
-        return Status(200, services.session_command(session=session, text=data.text))
-    except _Refusal as refusal:
-        return Status(refusal.status, refusal.body)
-    except CommandError as exc:
-        return Status(422, exc.as_dict())
-    except services.SessionProblem as exc:
-        return _problem(exc)
+    return services.session_command(session=_session(request, session_id), text=data.text)
 
 
 @router.post(
     "/sessions/{session_id}/interactions/{path:interaction_id}",
-    response={
-        200: TurnOut,
-        **{status: InteractionErrorOut for status in (404, 409, 422, 502)},
-    },
+    response={200: TurnOut, **RUN_ERRORS},
 )
 def submit_interaction(
     request: HttpRequest, session_id: str, interaction_id: str, data: InteractionSubmitIn
-) -> Status:
+) -> Any:
     """The player's answer to a pending form; the follow-up turn's result.
 
     Another player gets the same 404 as for a session that does not exist: a form's ID says
@@ -416,16 +370,10 @@ def submit_interaction(
     """
     session = selectors.session_get(session_id=session_id)
     if session is None or not selectors.session_can_access(session=session, user=request.user):
-        return Status(404, {"detail": f"no form {interaction_id!r} here", "code": "not_found"})
-    try:
-        return Status(
-            200,
-            interactions.interaction_submit(
-                session=session,
-                interaction_id=interaction_id,
-                values=data.values,
-                username=request.user.get_username(),
-            ),
-        )
-    except services.SessionProblem as exc:
-        return _problem(exc)
+        raise NotFound(f"no form {interaction_id!r} here")
+    return interactions.interaction_submit(
+        session=session,
+        interaction_id=interaction_id,
+        values=data.values,
+        username=request.user.get_username(),
+    )

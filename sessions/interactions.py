@@ -10,6 +10,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.errors import issue, pointer
 from eventlog.errors import SessionProblem
 from eventlog.services import event_append
 from pluginhost.errors import PluginHostError
@@ -70,7 +71,11 @@ def interaction_submit(
             raise _form_refusal(
                 session,
                 interaction_id,
-                FormRejected("the form was not accepted", extra={"issues": issues}),
+                FormRejected(
+                    "the form was not accepted",
+                    extra={"issues": issues},
+                    details={"issues": [_form_issue(i) for i in issues]},
+                ),
             )
         request = TurnRequest(
             message=form_player_line(interaction.form, kept),
@@ -95,6 +100,13 @@ def interaction_submit(
         # The answer stays answered even when its turn fails: the row names that turn.
         if Turn.objects.filter(pk=request.turn_id).exists():
             Interaction.objects.filter(pk=interaction.pk).update(answer_turn_id=request.turn_id)
+
+
+def _form_issue(found: Mapping[str, Any]) -> dict[str, str]:
+    # A field's problem points at its value in the answer; a whole-form one at the values.
+    field = found.get("field")
+    tokens = ["body", "values", field] if field else ["body", "values"]
+    return issue(pointer(tokens), "form_rejected", str(found.get("message") or ""))
 
 
 def _form_refusal(session: Session, interaction_id: str, problem: SessionProblem) -> SessionProblem:

@@ -6,19 +6,8 @@ from typing import Any
 
 from ninja import Field, Schema
 
+from core.schemas import PageOut
 from sessions.forms import PLAYER_MESSAGE_MAX_LENGTH
-
-
-class ErrorOut(Schema):
-    detail: Any
-    code: str | None = None
-    argument: str | None = None
-
-
-class ActionErrorOut(ErrorOut):
-    # action_invalid: the JSON pointer of the refused part of the request and the rule it broke.
-    path: str | None = None
-    rule: str | None = None
 
 
 class SessionCreateIn(Schema):
@@ -85,9 +74,8 @@ class SessionOut(Schema):
     created_at: str
 
 
-class SessionListOut(Schema):
+class SessionListOut(PageOut):
     items: list[SessionOut]
-    count: int
 
 
 class ActionIn(Schema):
@@ -181,12 +169,17 @@ class InteractionSubmitIn(Schema):
     )
 
 
-class IssueOut(Schema):
-    field: str | None = None  # null: the whole form
-    message: str
+class TurnPageOut(PageOut):
+    items: list[TurnRowOut]
 
 
-class InteractionErrorOut(Schema):
-    detail: Any
-    code: str | None = None
-    issues: list[IssueOut] = []
+class EventsQuery(Schema):
+    after: int | None = Field(
+        None, ge=0, le=2**62, description="Replay the events after this seq (Last-Event-ID wins)."
+    )
+    wait: float | None = Field(
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Seconds to wait for new events (default 25, at most 55).",
+    )

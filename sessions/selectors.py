@@ -127,10 +127,16 @@ def export_latest(*, session: Session, plugin: str, record_as: str) -> RecordedE
     )
 
 
-def turn_list(*, session: Session, limit: int = 50) -> list[Turn]:
-    turns = list(Turn.objects.filter(session=session).order_by("-created_at")[:limit])
+def turn_list(*, session: Session, limit: int = 50, offset: int = 0) -> list[Turn]:
+    """The `limit` latest turns after skipping the `offset` latest ones, oldest first."""
+    newest = Turn.objects.filter(session=session).order_by("-created_at")
+    turns = list(newest[offset : offset + limit])
     turns.reverse()
     return turns
+
+
+def turn_count(*, session: Session) -> int:
+    return Turn.objects.filter(session=session).count()
 
 
 # ------------------------------------------------------------------ forms and notifications

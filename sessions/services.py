@@ -17,6 +17,7 @@ from django.db import transaction
 from approvals.selectors import packages_usability
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
+from core.errors import issue
 from eventlog.errors import SessionProblem
 from eventlog.services import event_append
 from pluginhost.errors import PluginHostError
@@ -375,7 +376,10 @@ def session_actions_resolve(
         )
     except ActionInvalid as exc:
         raise SessionProblem(
-            str(exc), code="action_invalid", status=422, extra={"path": exc.path, "rule": exc.rule}
+            str(exc),
+            code="action_invalid",
+            status=422,
+            details={"issues": [issue("/body" + exc.path, exc.rule, str(exc))]},
         ) from None
 
 

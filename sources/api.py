@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
-from ninja import Query, Router, Status
+from typing import Literal
 
+from django.http import HttpRequest
+from ninja import Query, Router
+
+from core.errors import ApiError, NotFound
+from core.schemas import errors
 from sources import selectors
 from sources.manifest import CodecError
 from sources.models import SourcePlugin
 from sources.schemas import (
-    ErrorOut,
-    JobOut,
     ResolveIn,
     ResolveOut,
+    SourceJobOut,
     SourcePluginOut,
     SourcePluginSummaryOut,
 )
@@ -31,48 +34,51 @@ def _summary(plugin: SourcePlugin) -> dict:
     }
 
 
-@router.get("/sources", response=list[SourcePluginSummaryOut])
-def source_plugins(request: HttpRequest, state: str | None = None) -> list[dict]:
+def _plugin(plugin_id: str) -> SourcePlugin:
+    plugin = selectors.source_plugin_get(plugin_id=plugin_id)
+    if plugin is None:
+        raise NotFound(f"no source plugin {plugin_id!r}")
+    return plugin
+
+
+@router.get("/sources", response={200: list[SourcePluginSummaryOut], **errors(422)})
+def source_plugins(
+    request: HttpRequest, state: Literal["loaded", "error"] | None = None
+) -> list[dict]:
     """Every indexed source plugin; ?state=loaded or ?state=error filters."""
     return [_summary(p) for p in selectors.source_plugin_list(state=state)]
 
 
-@router.get("/sources/{plugin_id}", response={200: SourcePluginOut, 404: ErrorOut})
-def source_plugin(request: HttpRequest, plugin_id: str) -> Status:
-    plugin = selectors.source_plugin_get(plugin_id=plugin_id)
-    if plugin is None:
-        return Status(404, {"detail": f"no source plugin {plugin_id!r}"})
+@router.get("/sources/{plugin_id}", response={200: SourcePluginOut, **errors(404, 422)})
+def source_plugin(request: HttpRequest, plugin_id: str) -> dict:
+    plugin = _plugin(plugin_id)
     jobs = [
-        JobOut.model_validate(job, from_attributes=True).model_dump() for job in plugin.jobs.all()
+        SourceJobOut.model_validate(job, from_attributes=True).model_dump()
+        for job in plugin.jobs.all()
     ]
-    return Status(
-        200,
-        {
-            "id": plugin.plugin_id,
-            "name": plugin.name,
-            "state": plugin.state,
-            "folder": plugin.folder,
-            "content_hash": plugin.content_hash,
-            "synced_at": plugin.synced_at,
-            "manifest": plugin.manifest,
-            "errors": plugin.errors,
-            "warnings": plugin.warnings,
-            "jobs": jobs,
-        },
-    )
+    return {
+        "id": plugin.plugin_id,
+        "name": plugin.name,
+        "state": plugin.state,
+        "folder": plugin.folder,
+        "content_hash": plugin.content_hash,
+        "synced_at": plugin.synced_at,
+        "manifest": plugin.manifest,
+        "errors": plugin.errors,
+        "warnings": plugin.warnings,
+        "jobs": jobs,
+    }
 
 
 @router.get(
     "/sources/{plugin_id}/resolve",
-    response={200: ResolveOut, 404: ErrorOut, 422: ErrorOut},
+    response={200: ResolveOut, **errors(404, 422)},
 )
-def source_plugin_resolve(request: HttpRequest, plugin_id: str, query: Query[ResolveIn]) -> Status:
+def source_plugin_resolve(request: HttpRequest, plugin_id: str, query: Query[ResolveIn]) -> dict:
     """?key=<unit key> or ?url=<web address> -> the unit's key, address, label and fields."""
-    plugin = selectors.source_plugin_get(plugin_id=plugin_id)
-    if plugin is None:
-        return Status(404, {"detail": f"no source plugin {plugin_id!r}"})
+    plugin = _plugin(plugin_id)
     try:
         resolved = selectors.source_plugin_resolve(plugin=plugin, key=query.key, url=query.url)
     except (CodecError, selectors.NotResolvable) as exc:
-        return Status(422, {"detail": str(exc)})
-    return Status(200, resolved.as_dict())
+        raise ApiError(str(exc), code="not_resolvable", status=422) from None
+    return resolved.as_dict()

@@ -8,7 +8,7 @@ from typing import Any
 from ninja import Schema
 
 
-class IssueOut(Schema):
+class SourceIssueOut(Schema):
     file: str
     path: str
     code: str
@@ -24,7 +24,7 @@ class SourcePluginSummaryOut(Schema):
     url: str
 
 
-class JobOut(Schema):
+class SourceJobOut(Schema):
     name: str
     every: str
     every_from: str
@@ -44,9 +44,9 @@ class SourcePluginOut(Schema):
     content_hash: str
     synced_at: datetime
     manifest: dict[str, Any]
-    errors: list[IssueOut]
-    warnings: list[IssueOut]
-    jobs: list[JobOut]
+    errors: list[SourceIssueOut]
+    warnings: list[SourceIssueOut]
+    jobs: list[SourceJobOut]
 
 
 class ResolveIn(Schema):
@@ -59,7 +59,3 @@ class ResolveOut(Schema):
     url: str | None
     label: str
     fields: dict[str, str]
-
-
-class ErrorOut(Schema):
-    detail: str

@@ -46,37 +46,23 @@ class PackageSettingsOut(Schema):
     fields: list[SettingFieldOut]
 
 
-class ErrorDetailOut(Schema):
-    loc: list[str | int]
-    msg: str
-    type: str = "value_error"
-
-
-class ValidationErrorOut(Schema):
-    detail: list[ErrorDetailOut]
-
-
-class MessageOut(Schema):
-    detail: str
-
-
-class AuthorLinkOut(Schema):
+class WorldAuthorLinkOut(Schema):
     label: str
     url: str
 
 
-class AuthorOut(Schema):
+class WorldAuthorOut(Schema):
     name: str | None = None
     url: str | None = None
     about: str | None = None
-    links: list[AuthorLinkOut] = []
+    links: list[WorldAuthorLinkOut] = []
 
 
 class WorldOut(Schema):
     id: str
     name: str
     description: str
-    author: AuthorOut | None = None
+    author: WorldAuthorOut | None = None
     plugins: list[str]
     plugin_settings: dict[str, dict[str, Any]]
     # characters/characters.json as synced: [{id, name, type, description, fields}]

@@ -167,6 +167,20 @@
     return values;
   }
 
+  // The API's error shape (docs/api.md): {code, message, details}; a form's issues point at
+  // /body/values/<field>, or at /body/values for the whole form.
+  function errorMessage(answer) {
+    return String(answer.data.message || answer.data.detail || `error ${answer.status}`);
+  }
+
+  function fieldIssues(error) {
+    return ((error.details && error.details.issues) || []).map((issue) => {
+      const token = String(issue.path || "").replace(/^\/body\/values\/?/, "");
+      const field = token === "" ? null : token.replace(/~1/g, "/").replace(/~0/g, "~");
+      return { field, message: issue.message };
+    });
+  }
+
   function showIssues(form, issues) {
     const slots = [...form.querySelectorAll(".issue")];
     for (const slot of slots) {
@@ -207,9 +221,9 @@
         showIssues(form, []);
         markAnswered(form);
       } else if (answer.data.code === "form_rejected") {
-        showIssues(form, answer.data.issues || []);
+        showIssues(form, fieldIssues(answer.data));
       } else {
-        showIssues(form, [{ field: null, message: String(answer.data.detail || `error ${answer.status}`) }]);
+        showIssues(form, [{ field: null, message: errorMessage(answer) }]);
         if (answer.data.code === "interaction_already_submitted") markAnswered(form);
       }
     } finally {
@@ -260,11 +274,11 @@
       if (text.startsWith("/")) {
         const answer = await post(root.dataset.commandsUrl, { text });
         commandResult.hidden = false;
-        commandResult.textContent = answer.ok ? JSON.stringify(answer.data.value, null, 2) : `${answer.data.detail}`;
+        commandResult.textContent = answer.ok ? JSON.stringify(answer.data.value, null, 2) : errorMessage(answer);
         state.textContent = "";
       } else {
         const answer = await post(root.dataset.actionsUrl, { message: text });
-        if (!answer.ok) state.textContent = String(answer.data.detail || `error ${answer.status}`);
+        if (!answer.ok) state.textContent = errorMessage(answer);
         else state.textContent = "";
       }
       box.value = "";

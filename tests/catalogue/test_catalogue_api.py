@@ -138,21 +138,47 @@ def test_filters_combine(client, catalogue):
 
 
 def test_pagination_and_sort(client, catalogue):
-    _, body = get(client, "/api/packages", page_size=3, page=2)
+    _, body = get(client, "/api/packages", limit=3, offset=3)
     assert body["count"] == 4 and [i["id"] for i in body["items"]] == ["word-count"]
+    assert (body["limit"], body["offset"]) == (3, 3)
+    _, body = get(client, "/api/packages", offset=40)
+    assert body == {"items": [], "count": 4, "limit": 20, "offset": 40}
+    _, body = get(client, "/api/packages", limit=2, offset=1)
+    assert [i["id"] for i in body["items"]] == [
+        i["id"] for i in get(client, "/api/packages")[1]["items"]
+    ][1:3]
+
+
+def test_the_old_page_parameters_still_page(client, catalogue):
+    # page/page_size were the catalogue's paging before the one style; clients may still send them.
+    _, body = get(client, "/api/packages", page_size=3, page=2)
+    assert [i["id"] for i in body["items"]] == ["word-count"]
+    assert (body["limit"], body["offset"]) == (3, 3)
     _, body = get(client, "/api/packages", page=9)
-    assert body == {"items": [], "count": 4}
+    assert body == {"items": [], "count": 4, "limit": 20, "offset": 160}
     _, body = get(client, "/api/packages", sort="updated")
     assert [i["id"] for i in body["items"]][0] == "word-count"  # indexed last
 
 
 @pytest.mark.parametrize(
-    "params", [{"sort": "random"}, {"page_size": 101}, {"page": 0}, {"cost": "gold"}]
+    "params",
+    [
+        {"sort": "random"},
+        {"page_size": 101},
+        {"page": 0},
+        {"cost": "gold"},
+        {"limit": 0},
+        {"limit": 101},
+        {"offset": -1},
+    ],
 )
 def test_bad_parameters_are_refused_with_a_clear_error(client, catalogue, params):
     response = client.get("/api/packages", params)
     assert response.status_code == 422
-    assert list(params)[0] in str(response.json()["detail"])
+    body = response.json()
+    name = list(params)[0]
+    assert body["code"] == "invalid" and name in body["message"]
+    assert [i["path"] for i in body["details"]["issues"]] == [f"/query/{name}"]
 
 
 def test_the_card_has_everything_the_detail_page_shows(client, catalogue):

@@ -148,8 +148,9 @@ def test_an_action_that_breaks_its_kind_is_refused_before_the_turn(
     response = act(alice, session, [action])
     assert response.status_code == 422
     body = response.json()
-    assert (body["code"], body["path"], body["rule"]) == ("action_invalid", path, rule)
-    assert body["detail"].startswith(f"{path}: ") and body["detail"].endswith(f"[{rule}]")
+    [found] = body["details"]["issues"]
+    assert (body["code"], found["path"], found["code"]) == ("action_invalid", "/body" + path, rule)
+    assert body["message"].startswith(f"{path}: ") and body["message"].endswith(f"[{rule}]")
     assert session.turns.count() == 0  # nothing ran, nothing was written
 
 

@@ -42,9 +42,10 @@ class TestPermissions:
         assert answer.status_code == 200, answer.content
         assert answer.json()["narrativeText"].startswith("You knock")
         turns = client.get(f"/api/sessions/{session.pk}/turns").json()
-        assert [(t["number"], t["playerMessage"], t["status"]) for t in turns] == [
+        assert [(t["number"], t["playerMessage"], t["status"]) for t in turns["items"]] == [
             (1, "I knock.", "committed")
         ]
+        assert (turns["count"], turns["limit"], turns["offset"]) == (1, 50, 0)
         data = client.get(f"/api/sessions/{session.pk}/plugin-data").json()
         assert [(d["plugin"], d["namespace"], d["key"]) for d in data] == [
             ("word-count", "totals", "session")
@@ -90,7 +91,12 @@ class TestPermissions:
         assert [s["id"] for s in client_for(alice).get("/api/sessions").json()["items"]] == [
             str(session.pk)
         ]
-        assert client_for(charlie).get("/api/sessions").json() == {"items": [], "count": 0}
+        assert client_for(charlie).get("/api/sessions").json() == {
+            "items": [],
+            "count": 0,
+            "limit": 50,
+            "offset": 0,
+        }
         assert client_for(None).get("/api/sessions").status_code == 401
 
 
@@ -104,6 +110,24 @@ def test_create_a_session_over_the_api_with_outcomes(bundled_world, alice):
     assert body["outcomes"]["nowhere"][-1]["code"] == "unknown-plugin"
     assert body["outcomes"]["narrator"][-1]["code"] == "core"
     assert post(client_for(alice), "/api/sessions", {"world": "atlantis"}).status_code == 404
+
+
+def test_turns_page_back_from_the_latest(session, alice):
+    client = client_for(alice)
+    for message in ("one", "two", "three"):
+        assert (
+            post(client, f"/api/sessions/{session.pk}/actions", {"message": message}).status_code
+            == 200
+        )
+    url = f"/api/sessions/{session.pk}/turns"
+    latest = client.get(url, {"limit": 2}).json()
+    assert [t["playerMessage"] for t in latest["items"]] == ["two", "three"]
+    assert latest["count"] == 3
+    back = client.get(url, {"limit": 2, "offset": 2}).json()
+    assert [t["playerMessage"] for t in back["items"]] == ["one"]
+    refused = client.get(url, {"limit": 201})
+    assert refused.status_code == 422
+    assert refused.json()["details"]["issues"][0]["path"] == "/query/limit"
 
 
 def test_an_ended_session_refuses_actions(session, alice):
@@ -127,7 +151,9 @@ def test_a_manual_run_checks_its_payload_then_stores_the_roll(session, alice):
         client, f"/api/sessions/{session.pk}/runtimes/dice/dice/run", {"payload": {"count": 99}}
     )
     assert bad.status_code == 422
-    assert "/count" in bad.json()["detail"] and "roll-request.schema.json" in bad.json()["detail"]
+    assert "/count" in bad.json()["message"] and "roll-request.schema.json" in bad.json()["message"]
+    assert bad.json()["code"] == "payload-invalid"
+    assert [i["path"] for i in bad.json()["details"]["issues"]] == ["/body/payload"]
     answer = post(
         client,
         f"/api/sessions/{session.pk}/runtimes/dice/dice/run",

@@ -134,13 +134,15 @@ def test_the_dice_roll_command_runs_its_action_over_the_api(bundled_world, alice
 
     bad = client.post(url, json.dumps({"command": "/roll many"}), content_type="application/json")
     assert bad.status_code == 422
+    message = "/roll: argument count must be an integer, not 'many'"
     assert bad.json() == {
-        "detail": "/roll: argument count must be an integer, not 'many'",
         "code": "invalid-type",
-        "argument": "count",
+        "message": message,
+        "details": {"argument": "count"},
+        "detail": message,
     }
     missing = client.post(url, json.dumps({"command": "/r"}), content_type="application/json")
-    assert missing.status_code == 422 and missing.json()["argument"] == "count"
+    assert missing.status_code == 422 and missing.json()["details"]["argument"] == "count"
     # The composer's endpoint finds the package by the command (an alias here).
     typed = client.post(
         f"/api/sessions/{session.pk}/commands",

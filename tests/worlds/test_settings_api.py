@@ -99,7 +99,9 @@ def test_get_refuses_unknown_things_and_mismatched_world(
     mismatch = alice_client.get(
         "/api/packages/dice/settings", {"session": str(alice_session.pk), "world": "other"}
     )
-    assert mismatch.status_code == 422 and mismatch.json()["detail"][0]["loc"] == ["query", "world"]
+    assert mismatch.status_code == 422
+    assert mismatch.json()["code"] == "invalid"
+    assert [i["path"] for i in mismatch.json()["details"]["issues"]] == ["/query/world"]
 
 
 def test_put_world_presets_saves_and_returns_the_panel(harbor, alice) -> None:
@@ -135,8 +137,8 @@ def test_put_lists_every_bad_field_and_saves_nothing(harbor, alice) -> None:
         },
     )
     assert response.status_code == 422
-    detail = response.json()["detail"]
-    assert sorted(d["loc"][-1] for d in detail) == [
+    issues = response.json()["details"]["issues"]
+    assert sorted(i["path"].removeprefix("/body/") for i in issues) == [
         "colour",
         "decay",
         "intensity",
@@ -145,9 +147,9 @@ def test_put_lists_every_bad_field_and_saves_nothing(harbor, alice) -> None:
         "show-panel",
         "tone",
     ]
-    assert all(d["loc"][0] == "body" and d["msg"] for d in detail)
-    decay = next(d for d in detail if d["loc"][-1] == "decay")
-    assert "step grid of 0.05" in decay["msg"]
+    assert all(i["path"].startswith("/body/") and i["message"] and i["code"] for i in issues)
+    decay = next(i for i in issues if i["path"] == "/body/decay")
+    assert "step grid of 0.05" in decay["message"]
     harbor.refresh_from_db()
     assert harbor.plugin_settings["affinity"] == {"tone": "harsh", "intensity": 7}
 
@@ -164,9 +166,9 @@ def test_put_session_values(harbor, alice_session, alice) -> None:
     assert (fields["sides"]["value"], fields["sides"]["origin"]) == (6, "session")
     bad = put(as_user(alice), url, {"sides": 1, "advantage": "yes"})
     assert bad.status_code == 422
-    assert sorted(d["loc"] for d in bad.json()["detail"]) == [
-        ["body", "advantage"],
-        ["body", "sides"],
+    assert sorted(i["path"] for i in bad.json()["details"]["issues"]) == [
+        "/body/advantage",
+        "/body/sides",
     ]
 
 

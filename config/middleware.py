@@ -1,0 +1,65 @@
+"""A guard in front of /api/: a NUL character never reaches the database.
+
+PostgreSQL text cannot hold NUL (0x00) and refuses the whole statement, so an address, query
+or JSON body with one would otherwise end as a 500 (and SQLite would store it). It is refused
+here, once for every operation, as a 422 in the one error shape (docs/api.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from core.errors import error_body, issue, pointer
+
+NUL = "\x00"
+
+
+def _in_json(value: Any, tokens: list[str | int]) -> list[str | int] | None:
+    if isinstance(value, str):
+        return tokens if NUL in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if NUL in str(key):
+                return [*tokens, str(key)]
+            found = _in_json(item, [*tokens, str(key)])
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _in_json(item, [*tokens, index])
+            if found is not None:
+                return found
+    return None
+
+
+def _nul_pointer(request: HttpRequest) -> str | None:
+    if NUL in request.path:
+        return "/path"
+    for name, values in request.GET.lists():
+        if NUL in name or any(NUL in v for v in values):
+            return pointer(["query", name])
+    if request.body and b"\\u0000" in request.body and "json" in request.content_type:
+        try:
+            found = _in_json(json.loads(request.body), ["body"])
+        except ValueError:
+            return None  # the API answers 400 for a body that is not JSON
+        if found is not None:
+            return pointer(found)
+    return None
+
+
+def api_nul_guard(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable:
+    def middleware(request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/api/"):
+            where = _nul_pointer(request)
+            if where is not None:
+                message = f"{where}: a NUL character (0x00) cannot be stored"
+                details = {"issues": [issue(where, "nul", "a NUL character cannot be stored")]}
+                return JsonResponse(error_body("invalid", message, details), status=422)
+        return get_response(request)
+
+    return middleware
