@@ -62,8 +62,9 @@ LOG_LINES_PER_S = 200  # per package; the host drops more, Python drops what get
 MAX_LOG_CHARS = 8192
 # Node's own resident footprint (V8, ICU, zod, the host) on top of what plugin code may use.
 BASE_RSS_MB = 128
-# Over this share of one core in a 2 s window with no call in flight, a host is stopped: code
-# left running after its call (a timer loop, say) must not burn the machine between calls.
+# A host whose JS thread runs (or waits to run) for over this share of a 2 s window with no call
+# in flight is stopped: code left running after its call (a timer loop, say) must not burn the
+# machine between calls.
 IDLE_CPU_SHARE = 0.75
 IDLE_CPU_WINDOW = 2.0
 WATCH_INTERVAL = 0.05
@@ -143,6 +144,15 @@ def _proc_rss(pid: int) -> int | None:
 
 
 def _proc_cpu(pid: int) -> float | None:
+    """Seconds the host's main (JS) thread ran or waited to run: its demand for a CPU, which
+    stays near the wall time for a busy loop however loaded the machine is. Without schedstat,
+    the process's user + system time."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
+            ran, waited = schedstat.read().split()[:2]
+        return (int(ran) + int(waited)) / 1e9
+    except (OSError, ValueError):
+        pass
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
@@ -173,12 +183,17 @@ class _Watch:
         self.processes: weakref.WeakSet[_Process] = weakref.WeakSet()
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
+        self.pid = os.getpid()
 
     def add(self, process: _Process) -> None:
         with self.lock:
-            self.processes.add(process)
-            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():
+            if self.pid != os.getpid():
+                # After a fork the parent's hosts are not this process's to watch (or kill).
+                self.processes = weakref.WeakSet()
+                self.thread = None
                 self.pid = os.getpid()
+            self.processes.add(process)
+            if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(
                     target=self._run, name="pluginhost-watch", daemon=True
                 )
@@ -451,8 +466,8 @@ class _Process:
         share = (cpu - mark[1]) / elapsed
         if share > IDLE_CPU_SHARE:
             self.kill(
-                f"the plugin host {self.host.describe()} kept {share:.0%} of a CPU busy with no "
-                f"call in flight (code left running after its call), and was stopped",
+                f"the plugin host {self.host.describe()} kept its thread busy {share:.0%} of the "
+                f"time with no call in flight (code left running after its call), and was stopped",
                 code="host_cpu_exceeded",
             )
             return

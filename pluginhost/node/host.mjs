@@ -1,10 +1,18 @@
-// Covel Hub's JavaScript plugin host: one long-lived Node process per worker, driven by Python
-// over a framed JSON channel on two dedicated pipes (never stdout/stderr, which belong to plugin
-// output). Frames are a 4-byte big-endian length followed by UTF-8 JSON.
+// Covel Hub's JavaScript plugin host: a long-lived Node process driven by Python over a framed
+// JSON channel on two dedicated pipes (never stdout/stderr). Frames are a 4-byte big-endian
+// length followed by UTF-8 JSON. Python runs one host for the bundled packages of a worker and
+// one per community package version (pluginhost/pool.py); COVEL_HOST_TRUST says which this is.
 //
 // Python -> host:  {type:"call", id, method, params}        host -> Python: {type:"result"|"error", id, ...}
 // host -> Python:  {type:"call", id, callId, method, params} (a ctx callback belonging to call callId)
 // host -> Python:  {type:"log", level, package, runtime, message}
+//
+// Why this file is one piece of ~1000 lines: the call table (methods), the ctx objects each call
+// builds (store, pluginData, tools, recursiveCall) and the package registry they read share one
+// per-call state object and one AsyncLocalStorage, and every ctx callback goes through the same
+// framing; split apart they would pass that state through every signature. The pieces with a
+// seam of their own live beside it: contain.mjs (what plugin code may reach of the process),
+// resolver.mjs (imports), sdk.mjs (the toolkit), random.mjs and ops.mjs (pluginData.update).
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";

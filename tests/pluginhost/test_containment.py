@@ -241,9 +241,7 @@ def test_the_hubs_environment_never_reaches_community_code(session, hub_secret):
     assert settings.SECRET_KEY not in seen
     assert set(env) <= {"LANG", "LC_ALL", "TZ", "TMPDIR", "NODE_OPTIONS"}, env
     assert env["NODE_OPTIONS"] == ""
-    assert env["TMPDIR"].startswith(os.path.join(os.path.realpath("/tmp"), "covel-host-")) or (
-        "covel-host-" in env["TMPDIR"]
-    )
+    assert "covel-host-" in env["TMPDIR"]  # a temp dir of its own
 
 
 class CountingServer:
