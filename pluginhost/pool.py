@@ -127,13 +127,14 @@ class HostPool:
     def community(self, *, package: str, version: str, folder: str) -> NodeHost:
         """The host of one community package version, created on first use."""
         key = (package, version, folder)
+        stale: list[NodeHost] = []
         with self._lock:
             host = self._community.get(key)
             if host is None:
                 # A new version (or folder) of the package supersedes the old one's host.
                 for other in [k for k in self._community if k[0] == package and k != key]:
                     if not self._community[other].busy:
-                        self._community.pop(other).stop()
+                        stale.append(self._community.pop(other))
                 host = NodeHost(
                     memory_mb=self.memory_mb,
                     trust="community",
@@ -143,10 +144,12 @@ class HostPool:
                     **self.limits,
                 )
                 self._community[key] = host
-                self._evict()
+                stale += self._evict()
             self._community.move_to_end(key)
             self._start_reaper()
-            return host
+        for old in stale:  # outside the lock: a stop may wait for the process to exit
+            old.stop()
+        return host
 
     def host_for(self, manifest: Manifest) -> NodeHost:
         if manifest_trust(manifest) == "bundled":
@@ -161,32 +164,34 @@ class HostPool:
         with self._lock:
             return list(self._community.values())
 
-    def _evict(self) -> None:
-        # Called with the lock held: stop the least recently used idle hosts past the limit.
+    def _evict(self) -> list[NodeHost]:
+        # Called with the lock held: the least recently used idle hosts past the limit leave
+        # the pool; the caller stops them.
         excess = len(self._community) - self.max_community
+        evicted = []
         for key in list(self._community):
             if excess <= 0:
                 break
-            host = self._community[key]
-            if host.busy:
+            if self._community[key].busy:
                 continue
-            host.stop()
-            del self._community[key]
+            evicted.append(self._community.pop(key))
             excess -= 1
+        return evicted
 
     def reap(self, now_idle: float | None = None) -> int:
         """Stop community hosts idle for idle_seconds (or now_idle); how many stopped."""
         limit = self.idle_seconds if now_idle is None else now_idle
-        stopped = 0
+        # The entry stays: a caller holding the host restarts it on its next call, still
+        # known to the pool (and reaped again later).
         with self._lock:
-            for key, host in list(self._community.items()):
-                idle = host.idle_for()
-                if host.running and idle is not None and idle >= limit:
-                    host.stop()
-                    stopped += 1
-                if not host.running:
-                    del self._community[key]
-        return stopped
+            idle_hosts = [
+                host
+                for host in self._community.values()
+                if host.running and (host.idle_for() or 0.0) >= limit and not host.busy
+            ]
+        for host in idle_hosts:
+            host.stop()
+        return len(idle_hosts)
 
     def _start_reaper(self) -> None:
         if self._reaper is not None and self._reaper.is_alive():

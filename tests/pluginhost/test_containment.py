@@ -502,6 +502,7 @@ def test_idle_community_hosts_stop_and_come_back(session):
     assert host_pool().reap(now_idle=0.0) >= 1
     assert not host.running
     assert rpc(session, "pid")["pid"]  # started again on demand
+    assert host_for(_manifest("prowler")) is host and host.running
 
 
 def _manifest(package_id: str) -> Any:
