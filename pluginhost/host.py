@@ -244,15 +244,21 @@ class _Process:
             "TZ": "UTC",
             "TMPDIR": self.tmpdir,
         }
-        self.proc = subprocess.Popen(
-            host.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(node_read, node_write),
-            env=env,
-            cwd=str(HOST_SCRIPT.parent),
-        )
+        try:
+            self.proc = subprocess.Popen(
+                host.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(node_read, node_write),
+                env=env,
+                cwd=str(HOST_SCRIPT.parent),
+            )
+        except BaseException:
+            for fd in (py_read, node_write, node_read, py_write):
+                os.close(fd)
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            raise
         os.close(node_read)
         os.close(node_write)
         self.reader = os.fdopen(py_read, "rb", buffering=0)
