@@ -179,3 +179,21 @@ def test_tool_calls_still_work_in_a_community_host(make_package, community_host)
         assert host.info["permission"]["enabled"] is True
     finally:
         host.stop()
+
+
+def test_where_no_network_namespace_exists_require_refuses_and_auto_goes_without(
+    monkeypatch, walled
+):
+    import pluginhost.host as host_module
+
+    monkeypatch.setattr(host_module, "network_namespace_prefix", lambda: None)
+    required = NodeHost(trust="community", label="walled", require_network_namespace=True)
+    with pytest.raises(HostCrashed) as caught:
+        required.start()
+    assert "a network namespace was required" in caught.value.message
+    assert not required.running
+    auto = NodeHost(trust="community", label="walled", read_paths=[walled.path])
+    assert auto.command()[0] == auto.node and "--permission" in auto.command()
+    off = NodeHost(trust="community", label="walled", network_namespace=False)
+    monkeypatch.undo()
+    assert off.command()[0] == off.node  # never wrapped, even where unshare works
