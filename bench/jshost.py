@@ -1,6 +1,8 @@
-"""Benchmark the JavaScript plugin host: echo floor, tool calls/s, one ctx.pluginData.get round trip.
+"""Benchmark the JavaScript plugin host: echo floor, tool calls/s, one ctx.pluginData.get round
+trip, and the cost of isolation (a community package's own contained host next to the shared
+bundled host: cold start, first call, warm calls/s).
 
-    .venv/bin/python bench/jshost.py [--seconds 2] [--gets 2000]
+    .venv/bin/python bench/jshost.py [--seconds 2] [--gets 2000] [--starts 7] [--rounds 3]
 
 Everything runs through a real Node child over the same framed channel the hub uses.
 """
@@ -8,6 +10,7 @@ Everything runs through a real Node child over the same framed channel the hub u
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import textwrap
@@ -18,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from catalogue.manifest import load_package  # noqa: E402
 from pluginhost.callbacks import InMemoryCallbacks  # noqa: E402
-from pluginhost.host import NodeHost  # noqa: E402
+from pluginhost.host import NodeHost, network_namespace_prefix  # noqa: E402
+from pluginhost.pool import author_code_consent  # noqa: E402
 from pluginhost.services import plugin_function_call, plugin_load, plugin_tool_call  # noqa: E402
 
 MANIFEST = """---
@@ -67,6 +71,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--gets", type=int, default=2000)
+    parser.add_argument("--starts", type=int, default=7, help="cold starts to time")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating warm rounds per host")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,6 +127,8 @@ def main() -> None:
         per_get_us = (with_gets - base) / args.gets * 1e6
         host.stop()
 
+        isolation = measure_isolation(manifest, callbacks, args)
+
     print(f"node host start:              {start_ms:8.1f} ms")
     print(f"package load (entry+handler): {load_ms:8.1f} ms")
     print(
@@ -133,6 +141,79 @@ def main() -> None:
     print(
         f"one ctx.pluginData.get:       {per_get_us:8.1f} us  (handler doing {args.gets} gets: {with_gets * 1000:.1f} ms)"
     )
+
+    print_isolation(isolation)
+
+
+def community_host(root: Path) -> NodeHost:
+    return NodeHost(trust="community", label="bench", read_paths=[str(root)])
+
+
+def measure_isolation(manifest, callbacks, args) -> dict[str, object]:
+    """A community package's own host (permission model, network namespace where available,
+    minimal environment) against the shared bundled host."""
+    root = Path(manifest.path)
+    tool = {"manifest": manifest, "tool": "add", "args": {"a": 1, "b": 2}, "callbacks": callbacks}
+    starts, firsts = [], []
+    with author_code_consent("bench"):
+        for _ in range(args.starts):
+            host = community_host(root)
+            t0 = time.perf_counter()
+            host.start()
+            t1 = time.perf_counter()
+            plugin_tool_call(**tool, host=host)  # loads the package, then calls
+            t2 = time.perf_counter()
+            starts.append((t1 - t0) * 1000)
+            firsts.append((t2 - t1) * 1000)
+            host.stop()
+
+        bundled, community = NodeHost(), community_host(root)
+        for host in (bundled, community):
+            host.start()
+            for _ in range(200):
+                plugin_tool_call(**tool, host=host)
+        rates: dict[str, list[float]] = {"bundled": [], "community": []}
+        echo: dict[str, list[float]] = {"bundled": [], "community": []}
+        payload = {"a": 1, "b": [1, 2, 3], "c": "text"}
+        for _ in range(args.rounds):  # alternate, so the machine's load hits both alike
+            for name, host in (("bundled", bundled), ("community", community)):
+                rates[name].append(
+                    rate(lambda h=host: plugin_tool_call(**tool, host=h), args.seconds)[0]
+                )
+                echo[name].append(rate(lambda h=host: h.echo(payload), args.seconds / 2)[0])
+        netns = "--net" in community.command()
+        for host in (bundled, community):
+            host.stop()
+    return {
+        "starts": starts,
+        "firsts": firsts,
+        "rates": {k: statistics.median(v) for k, v in rates.items()},
+        "echo": {k: statistics.median(v) for k, v in echo.items()},
+        "netns": netns,
+    }
+
+
+def print_isolation(result: dict[str, object]) -> None:
+    starts, firsts = result["starts"], result["firsts"]
+    rates, echo = result["rates"], result["echo"]
+    layer = "in an empty network namespace" if result["netns"] else "WITHOUT a network namespace"
+    print(f"isolation (community host: --permission, {layer}):")
+    print(
+        f"  community host cold start:  {statistics.median(starts):8.1f} ms median "
+        f"(min {min(starts):.1f}, max {max(starts):.1f}, n={len(starts)})"
+    )
+    print(
+        f"  first call (load + call):   {statistics.median(firsts):8.1f} ms median "
+        f"(min {min(firsts):.1f}, max {max(firsts):.1f})"
+    )
+    print(f"  echo floor, bundled host:   {echo['bundled']:8.0f} calls/s")
+    print(f"  echo floor, community host: {echo['community']:8.0f} calls/s")
+    print(f"  warm tool calls, bundled:   {rates['bundled']:8.0f} calls/s")
+    print(
+        f"  warm tool calls, community: {rates['community']:8.0f} calls/s "
+        f"({rates['community'] / rates['bundled']:.2f} of the shared host's rate)"
+    )
+    print(f"  network namespace available here: {network_namespace_prefix() is not None}")
 
 
 if __name__ == "__main__":

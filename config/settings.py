@@ -126,8 +126,21 @@ COVEL_HTTP_MAX_RESPONSE_BYTES = env_int("COVEL_HTTP_MAX_RESPONSE_BYTES", 5 * 102
 COVEL_SOURCE_CONFIG: dict = {"sweep": {}, "items": {}, "turns": {}}
 # A source job's run limit when its manifest names no timeout.
 COVEL_SOURCE_JOB_TIMEOUT = env_str("COVEL_SOURCE_JOB_TIMEOUT", "60s")
-# Heap cap of each worker's Node plugin host, in MB; a host over it dies and restarts.
+# Memory of each Node plugin host for plugin code, in MB: the V8 heap cap, and with Node's own
+# 128 MB the cap of the whole process's resident memory (heap and buffers); over it the host is
+# stopped and restarts on its next call.
 COVEL_PLUGIN_HOST_MEMORY_MB = env_int("COVEL_PLUGIN_HOST_MEMORY_MB", 256)
+# A community package's host (one per package version) stops after this long without a call.
+COVEL_PLUGIN_HOST_IDLE_SECONDS = env_int("COVEL_PLUGIN_HOST_IDLE_SECONDS", 300)
+# Community hosts one worker process keeps at once; past it the least recently used idle one stops.
+COVEL_PLUGIN_COMMUNITY_HOSTS = env_int("COVEL_PLUGIN_COMMUNITY_HOSTS", 16)
+# Community hosts start in an empty network namespace: "auto" where Linux allows it (root, or
+# unprivileged user namespaces), "require" to refuse starting without one, "off" never.
+COVEL_PLUGIN_HOST_NETNS = env_str("COVEL_PLUGIN_HOST_NETNS", "auto")
+# The largest JSON a plugin call may return (and a host callback may carry); bigger is refused.
+COVEL_PLUGIN_MAX_RESULT_BYTES = env_int("COVEL_PLUGIN_MAX_RESULT_BYTES", 8 * 1024 * 1024)
+# Log lines per second per package (bursts of twice that); the rest are counted and dropped.
+COVEL_PLUGIN_LOG_LINES_PER_S = env_int("COVEL_PLUGIN_LOG_LINES_PER_S", 200)
 # The spec's 30 s limit of an RPC action; tests lower it.
 COVEL_PLUGIN_RPC_TIMEOUT_MS = env_int("COVEL_PLUGIN_RPC_TIMEOUT_MS", 30000)
 # Tests serve HTTPS on loopback; production never lets plugin code reach private addresses.

@@ -17,7 +17,8 @@ from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 
 from .callbacks import HostCallbacks, RefusingCallbacks
 from .errors import PluginCallError, PluginLoadError
-from .host import NodeHost, get_host
+from .host import NodeHost
+from .pool import approval_gate, author_code_consented, folder_trust, host_for
 
 # A tool call's limit when the tool declares no timeoutMs (the SDK bounds a declared one).
 DEFAULT_TOOL_TIMEOUT = 30.0
@@ -137,6 +138,8 @@ def code_root(manifest: Manifest) -> str:
     PluginLoadError (plugin_not_approved, plugin_code_changed) instead of loading anything else."""
     from approvals.store import CodeNotRunnable, package_code_root
 
+    if author_code_consented():  # test_runtime runs the author's folder as it is, contained
+        return str(Path(manifest.path).resolve())
     try:
         return package_code_root(package_id=manifest.id, source_dir=manifest.path)
     except CodeNotRunnable as refused:
@@ -211,20 +214,22 @@ def plugin_load(
     Raises PluginLoadError: plugin_registration_invalid (with each undeclared or missing item in
     details), plugin_import_refused, entry_failed, ...
     """
-    host = host or get_host()
+    host = host or host_for(manifest)
     key = _load_key(manifest)
     if not force and host.is_loaded(manifest.id, key):
         return None
+    request = load_request(manifest, root=key[0])
+    if host.trust == "community":
+        # Nothing of the package is imported before staff approved its code, and its host reads
+        # only the folder it loads from (a changed folder restarts the host).
+        approval_gate(manifest)
+        host.set_read_paths([request["root"]])
     host.forget(manifest.id)
     if host.loads >= MAX_LOADS_PER_HOST:
         host.restart()
     host.loads += 1
     answer = host.request(
-        "load",
-        load_request(manifest, root=key[0]),
-        callbacks=callbacks,
-        timeout=LOAD_TIMEOUT,
-        during_load=True,
+        "load", request, callbacks=callbacks, timeout=LOAD_TIMEOUT, during_load=True
     )
     host.mark_loaded(
         manifest.id,
@@ -254,7 +259,7 @@ def _call(
     timeout may be a function of the host, asked once the package is loaded (a tool's limit
     comes from its registration).
     """
-    host = host or get_host()
+    host = host or host_for(manifest)
     for attempt in (1, 2):
         plugin_load(manifest=manifest, host=host, callbacks=callbacks)
         limit = timeout(host) if callable(timeout) else timeout
@@ -483,14 +488,20 @@ def plugin_registrations_extract(
     """Run only the entry factory in a fresh host and return what it registered, in order.
 
     No handler runs and every host capability is refused (covel.http fails the extraction).
+    A folder outside the bundled one runs in a community host (permission model, no network).
     """
-    host = NodeHost(grace=1.0)
+    folder = str(root.resolve())
+    host = (
+        NodeHost(grace=1.0, trust="community", label=package, read_paths=[folder])
+        if folder_trust(folder) == "community"
+        else NodeHost(grace=1.0)
+    )
     try:
         answer = host.request(
             "load",
             {
                 "package": package,
-                "root": str(root.resolve()),
+                "root": folder,
                 "entry": entry,
                 "declared": {},
                 "runtimes": [],

@@ -1,12 +1,21 @@
-// Covel Hub's JavaScript plugin host: one long-lived Node process per worker, driven by Python
-// over a framed JSON channel on two dedicated pipes (never stdout/stderr, which belong to plugin
-// output). Frames are a 4-byte big-endian length followed by UTF-8 JSON.
+// Covel Hub's JavaScript plugin host: a long-lived Node process driven by Python over a framed
+// JSON channel on two dedicated pipes (never stdout/stderr). Frames are a 4-byte big-endian
+// length followed by UTF-8 JSON. Python runs one host for the bundled packages of a worker and
+// one per community package version (pluginhost/pool.py); COVEL_HOST_TRUST says which this is.
 //
 // Python -> host:  {type:"call", id, method, params}        host -> Python: {type:"result"|"error", id, ...}
 // host -> Python:  {type:"call", id, callId, method, params} (a ctx callback belonging to call callId)
 // host -> Python:  {type:"log", level, package, runtime, message}
+//
+// Why this file is one piece of ~1000 lines: the call table (methods), the ctx objects each call
+// builds (store, pluginData, tools, recursiveCall) and the package registry they read share one
+// per-call state object and one AsyncLocalStorage, and every ctx callback goes through the same
+// framing; split apart they would pass that state through every signature. The pieces with a
+// seam of their own live beside it: contain.mjs (what plugin code may reach of the process),
+// resolver.mjs (imports), sdk.mjs (the toolkit), random.mjs and ops.mjs (pluginData.update).
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { pathToFileURL } from "node:url";
@@ -17,9 +26,8 @@ import * as sdk from "./sdk.mjs";
 import { createRandom } from "./random.mjs";
 import { applyOperations, OperationError } from "./ops.mjs";
 import { addPackageRoot, installResolver, isInside, importFailure } from "./resolver.mjs";
+import { exitHost, lockDown, NETWORK_GLOBALS } from "./contain.mjs";
 
-const IN_FD = Number(process.env.COVEL_HOST_IN_FD ?? 3);
-const OUT_FD = Number(process.env.COVEL_HOST_OUT_FD ?? 4);
 const MAX_VALUE_BYTES = 262144; // one plugin.data value, from the spec
 const HOOK_EVENTS = new Set([
   "SessionStart", "TurnStart", "PreCompaction", "PostCompaction", "PreSchedule", "PreRuntime",
@@ -27,34 +35,6 @@ const HOOK_EVENTS = new Set([
   "PostToolUse", "PreStateCommit", "PostStateCommit", "TurnStop", "SessionEnd",
 ]);
 const ENFORCE = new Set(["pre", "normal", "post"]);
-
-installResolver();
-// Plugins may not reach built-ins or native code by the back door, nor end the shared process:
-// the host keeps its own references and replaces the public ones with refusals.
-const realExit = process.exit.bind(process);
-const realReallyExit = process.reallyExit.bind(process);
-let hostExiting = false;
-const exitHost = (code) => {
-  hostExiting = true;
-  realExit(code);
-};
-for (const name of ["getBuiltinModule", "binding", "_linkedBinding", "dlopen"]) {
-  process[name] = () => {
-    throw new HostError("plugin_import_refused", `process.${name} is not available to plugins`);
-  };
-}
-// process.exit looks process.reallyExit up at call time, so that one lets only the host through.
-process.reallyExit = (code) => {
-  if (!hostExiting) throw new HostError("host_capability_refused", "process.reallyExit is not available to plugins");
-  realReallyExit(code);
-};
-for (const name of ["exit", "abort", "kill", "chdir", "setuid", "setgid", "seteuid", "setegid", "setgroups", "initgroups"]) {
-  if (typeof process[name] === "function") {
-    process[name] = () => {
-      throw new HostError("host_capability_refused", `process.${name} is not available to plugins`);
-    };
-  }
-}
 
 class HostError extends Error {
   constructor(code, message, details) {
@@ -64,10 +44,30 @@ class HostError extends Error {
   }
 }
 
+// Every host, bundled or community, drops network globals and the process's outside reach before
+// any plugin module loads (contain.mjs); the host's own settings never reach process.env.
+const SETTINGS = lockDown({
+  refuse: (code, message) => new HostError(code, message),
+  write: (stream, text) => writeOutput(stream, text),
+});
+installResolver();
+const IN_FD = Number(SETTINGS.COVEL_HOST_IN_FD ?? 3);
+const OUT_FD = Number(SETTINGS.COVEL_HOST_OUT_FD ?? 4);
+const TRUST = SETTINGS.COVEL_HOST_TRUST === "community" ? "community" : "bundled";
+// The largest frame the host sends (a result, a callback's parameters); Python refuses bigger.
+const MAX_FRAME_BYTES = Number(SETTINGS.COVEL_HOST_MAX_FRAME_BYTES ?? 8 * 1024 * 1024);
+const MAX_LOG_CHARS = 8192; // one log line; longer ones are cut
+const LOG_RATE = Number(SETTINGS.COVEL_HOST_LOG_LINES_PER_S ?? 200); // per package, burst 2x
+
 // ---------------------------------------------------------------- framing
 
-function send(message) {
-  const body = Buffer.from(JSON.stringify(message), "utf8");
+// The host's own references: a plugin that patches JSON or Buffer changes its own values, not
+// how the host frames them.
+const stringify = JSON.stringify;
+const parseJson = JSON.parse;
+const bufferFrom = Buffer.from;
+
+function writeFrame(body) {
   const frame = Buffer.allocUnsafe(4 + body.length);
   frame.writeUInt32BE(body.length, 0);
   body.copy(frame, 4);
@@ -81,15 +81,77 @@ function send(message) {
   }
 }
 
+/**
+ * Frame one message. A result over MAX_FRAME_BYTES (or one that is not JSON) is answered with an
+ * error instead, so it is never stored; a callback over it throws (its promise rejects).
+ */
+function send(message) {
+  let body;
+  try {
+    body = bufferFrom(stringify(message), "utf8");
+  } catch (error) {
+    if (message.type !== "result") throw error;
+    body = bufferFrom(stringify(errorFrame(message.id, new HostError("result_not_json", `the result is not JSON data: ${error.message}`))), "utf8");
+  }
+  if (body.length > MAX_FRAME_BYTES) {
+    if (message.type === "call") {
+      throw new HostError("callback_too_large", `${message.method} carries ${body.length} bytes; a host callback may carry at most ${MAX_FRAME_BYTES}`);
+    }
+    const what = message.type === "result" ? "the result" : "the error";
+    const refused = new HostError(message.type === "result" ? "result_too_large" : "error_too_large", `${what} is ${body.length} bytes of JSON; at most ${MAX_FRAME_BYTES} may leave the host`);
+    body = bufferFrom(stringify(errorFrame(message.id, refused)), "utf8");
+  }
+  writeFrame(body);
+}
+
 const current = new AsyncLocalStorage(); // {package, runtime} of the code running now
 
+// Log lines per package: a token bucket of LOG_RATE lines a second (bursts of twice that). What
+// goes over is counted and reported once the package may log again.
+const logBuckets = new Map(); // package (or "") -> {tokens, at, dropped}
+
+function admitLog(pkg) {
+  const now = performance.now();
+  let bucket = logBuckets.get(pkg);
+  if (!bucket) {
+    bucket = { tokens: LOG_RATE * 2, at: now, dropped: 0 };
+    logBuckets.set(pkg, bucket);
+  }
+  bucket.tokens = Math.min(LOG_RATE * 2, bucket.tokens + ((now - bucket.at) / 1000) * LOG_RATE);
+  bucket.at = now;
+  if (bucket.tokens < 1) {
+    bucket.dropped += 1;
+    return null;
+  }
+  bucket.tokens -= 1;
+  const dropped = bucket.dropped;
+  bucket.dropped = 0;
+  return dropped;
+}
+
 function log(level, message, where = current.getStore()) {
-  send({ type: "log", level, package: where?.package ?? null, runtime: where?.runtime ?? null, message });
+  const pkg = where?.package ?? null;
+  const dropped = admitLog(pkg ?? "");
+  if (dropped === null) return;
+  let text = String(message);
+  if (text.length > MAX_LOG_CHARS) text = `${text.slice(0, MAX_LOG_CHARS)}… (${text.length - MAX_LOG_CHARS} more characters cut)`;
+  if (dropped) {
+    writeFrame(bufferFrom(stringify({ type: "log", level: "warning", package: pkg, runtime: null, message: `${dropped} log lines dropped (over ${LOG_RATE} lines/s)` }), "utf8"));
+  }
+  writeFrame(bufferFrom(stringify({ type: "log", level, package: pkg, runtime: where?.runtime ?? null, message: text }), "utf8"));
+}
+
+// Plugin writes to process.stdout / stderr arrive here (contain.mjs): one log line per line.
+function writeOutput(stream, text) {
+  const level = stream === "stderr" ? "error" : "info";
+  for (const line of String(text).split("\n")) if (line) log(level, line);
 }
 
 // Plugin console output becomes log frames, attributed to the package whose code is running.
-for (const [name, level] of [["log", "info"], ["info", "info"], ["debug", "debug"], ["warn", "warning"], ["error", "error"], ["trace", "debug"]]) {
-  console[name] = (...args) => log(level, format(...args));
+for (const [name, level] of [["log", "info"], ["info", "info"], ["debug", "debug"], ["warn", "warning"], ["error", "error"], ["trace", "debug"], ["dir", "info"], ["dirxml", "info"], ["table", "info"], ["assert", "error"]]) {
+  console[name] = name === "assert"
+    ? (condition, ...args) => { if (!condition) log(level, `Assertion failed${args.length ? `: ${format(...args)}` : ""}`); }
+    : (...args) => log(level, format(...args));
 }
 
 // ---------------------------------------------------------------- calls to Python (ctx callbacks)
@@ -104,7 +166,12 @@ function toPython(call, method, params) {
   const id = nextCallbackId++;
   return new Promise((resolve, reject) => {
     waiting.set(id, { resolve, reject });
-    send({ type: "call", id, callId: call.id, method, params: { package: call.package, runtime: call.runtime ?? null, ...params } });
+    try {
+      send({ type: "call", id, callId: call.id, method, params: { package: call.package, runtime: call.runtime ?? null, ...params } });
+    } catch (error) {
+      waiting.delete(id);
+      reject(error);
+    }
   });
 }
 
@@ -937,7 +1004,7 @@ input.on("data", (chunk) => {
     pending = pending.subarray(4 + size);
     let message;
     try {
-      message = JSON.parse(body.toString("utf8"));
+      message = parseJson(body.toString("utf8"));
     } catch (error) {
       log("error", `host: dropped an unreadable frame: ${error.message}`, {});
       continue;
@@ -952,4 +1019,23 @@ input.on("error", () => exitHost(0));
 process.on("unhandledRejection", (reason) => log("error", `unhandled rejection: ${reason?.stack ?? reason}`));
 process.on("uncaughtException", (error) => log("error", `uncaught exception: ${error?.stack ?? error}`));
 
-send({ type: "ready", pid: process.pid, node: process.version });
+// What this host can reach, for the supervisor to check (a community host must have the
+// permission model on and, where a network namespace was asked for, no network interface).
+const can = (scope) => (process.permission ? process.permission.has(scope) : true);
+send({
+  type: "ready",
+  pid: process.pid,
+  node: process.version,
+  trust: TRUST,
+  permission: {
+    enabled: Boolean(process.permission),
+    fsWrite: can("fs.write"),
+    childProcess: can("child"),
+    worker: can("worker"),
+    addons: can("addon"),
+    wasi: can("wasi"),
+    inspector: can("inspector"),
+  },
+  interfaces: Object.keys(os.networkInterfaces()),
+  networkGlobals: NETWORK_GLOBALS.filter((name) => name in globalThis),
+});

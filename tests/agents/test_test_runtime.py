@@ -146,6 +146,8 @@ def test_an_rpc_action_prints_the_unsupported_notice_and_is_not_an_error(tmp_pat
     assert done.returncode == 0, done.stdout
     notice = "Unsupported rpc: notebook/inspect-note. Verify with the server."
     assert done.stderr.count(notice) == 2
+    # A copy outside the bundled folder is community code, run unapproved on purpose: it says so.
+    assert "notebook is community code: test_runtime runs the author's code" in done.stderr
     assert done.stdout.startswith('{\n  "status": "ok"')  # --pretty indents; stdout stays JSON
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from agent_helpers import Session, call, dedent, load, tool_messages
 
@@ -43,8 +44,9 @@ export default function register(covel) {
 
 
 def test_a_plugin_tool_past_its_timeout_ms_fails_that_call_and_the_model_reads_why(
-    tmp_path: Path,
+    tmp_path: Path, settings: Any
 ):
+    settings.COVEL_BUNDLED_PLUGINS_DIR = tmp_path  # a bundled package: this is not about approval
     root = tmp_path / "sluggard"
     (root / "server").mkdir(parents=True)
     (root / "PLUGIN.md").write_text(MANIFEST, encoding="utf-8")

@@ -340,8 +340,11 @@ def test_the_nested_seed_is_the_callers_seed_and_the_call_count(nest_session, tm
 
 def test_outside_a_turn_the_call_is_refused_as_unavailable(tmp_path):
     # An offline run (test_runtime's function cases, a benchmark) has no turn executor.
+    from pluginhost.pool import author_code_consent
+
     manifest = load_package(nest_package(tmp_path), host_version="0.1.0").manifest
-    with pytest.raises(PluginCallError) as refused:
+    # Offline runs of a community folder consent to running the author's code, as test_runtime does.
+    with author_code_consent("test_runtime"), pytest.raises(PluginCallError) as refused:
         plugin_function_call(
             manifest=manifest, runtime="relay", callbacks=InMemoryCallbacks(), context={}
         )

@@ -14,6 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from pluginhost.extract import ArgumentError, ExtractError, extract, render_text
+from pluginhost.pool import folder_trust
 
 
 class Command(BaseCommand):
@@ -31,6 +32,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         root = Path(options["path"]).expanduser()
         check = bool(options["check"])
+        # The spec: this command executes plugin entry code; a reader must know it did.
+        self.stderr.write(notice_for(root))
         try:
             report = extract(root, check=check)
         except ArgumentError as exc:
@@ -54,3 +57,13 @@ class Command(BaseCommand):
             self.stdout.write(render_text(report, check=check))
         if check and report.drift:
             raise CommandError("declarations drift from the entry registrations", returncode=1)
+
+
+def notice_for(root: Path) -> str:
+    if folder_trust(root) == "community":
+        return (
+            f"Note: plugin_extract runs the author's code (the entry factory of {root}), in a "
+            "contained host: no network, no files but the package's, host capabilities refused. "
+            "Run it on packages you trust to be what they say."
+        )
+    return f"Note: plugin_extract runs the author's code (the entry factory of {root})."
