@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import connection, transaction
 from django.http import HttpRequest
 from ninja import Router
@@ -259,26 +260,24 @@ def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
             and event["payload"].get("turnId") == turn_id
         )
 
-    return events.sse_response(
-        events.stream_events(
-            session_id=session.pk, after=after, wait=events.MAX_WAIT_SECONDS * 2, until=done
-        )
+    return events.stream_response(
+        session_id=session.pk, after=after, wait=events.MAX_WAIT_SECONDS * 2, until=done
     )
 
 
 @router.get("/sessions/{session_id}/events", response={200: None, **ERRORS})
-def session_events(request: HttpRequest, session_id: str) -> Any:
-    """SSE: the events after Last-Event-ID (or ?after=), then new ones for ?wait= seconds."""
+async def session_events(request: HttpRequest, session_id: str) -> Any:
+    """SSE: the events after Last-Event-ID (or ?after=), then new ones for ?wait= seconds.
+
+    Async: an open stream waits on the session's notification channel (sessions/events.py)."""
     try:
-        session = _session(request, session_id)
+        session = await sync_to_async(_session)(request, session_id)
     except _Refusal as refusal:
         return Status(refusal.status, refusal.body)
-    return events.sse_response(
-        events.stream_events(
-            session_id=session.pk,
-            after=events.last_event_id(request),
-            wait=events.wait_seconds(request),
-        )
+    return events.stream_response(
+        session_id=session.pk,
+        after=events.last_event_id(request),
+        wait=events.wait_seconds(request),
     )
 
 

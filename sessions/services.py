@@ -19,6 +19,7 @@ from django.utils import timezone
 from approvals.selectors import packages_usability
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
+from core import notify
 from core.sql import Table
 from pluginhost.errors import PluginHostError
 from pluginhost.services import plugin_form_validate, plugin_rpc_call
@@ -167,6 +168,8 @@ def _events_write(session_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]
             cursor.execute(sql, params)
             written = cursor.rowcount
         if written == len(events):
+            # The one publish of session events: streams in every process wake after the commit.
+            transaction.on_commit(lambda: notify.publish(notify.session_channel(session_id)))
             return
         if written:
             # Part of a batch collided (see events_batched): refuse rather than leave a gap;
