@@ -20,9 +20,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI") == "true"
-# Before settings load: DEBUG is off in tests, so the hub needs a key (a test-only one); static
-# files are served unhashed from the app folders (no collectstatic before each run).
-os.environ.setdefault("SECRET_KEY", "covel-hub-test-suite-key-not-for-production-use-0123456789")
+
+# Processes a test starts (servers, workers) run with DEBUG off too: they get the suite's key
+# (a signed-in cookie made here is valid there) and unhashed static files.
+os.environ.setdefault("SECRET_KEY", __import__("django.conf").conf.settings.SECRET_KEY)
 os.environ.setdefault("COVEL_STATIC_MANIFEST", "false")
 
 

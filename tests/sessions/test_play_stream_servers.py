@@ -1,0 +1,152 @@
+"""Pushed event streams on real uvicorn processes.
+
+Alice owns the session and watches it; the test writes turns into it (as the web process or a
+worker would) while her streams are cut and reconnect, and checks that every seq arrives
+exactly once; an idle stream holds no thread; on PostgreSQL and Redis, an action posted to
+one server reaches a stream served by another.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import stream_servers as servers
+import test_play_support as support
+from test_play_support import file_database, index_bundled, make_world, play  # noqa: F401
+
+from core import notify
+from sessions.models import SessionEvent
+from sessions.services import session_create
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+PORTS = iter(range(8710, 8730))
+
+
+@pytest.fixture
+def local_notify(settings, tmp_path):
+    # The test process and its servers wake each other through sockets in one folder.
+    settings.COVEL_NOTIFY_BACKEND = "local"
+    settings.COVEL_NOTIFY_DIR = str(tmp_path / "notify")
+    notify.reset()
+    yield settings.COVEL_NOTIFY_DIR
+    notify.reset()
+
+
+@pytest.fixture
+def harbor_session(file_database, alice):  # noqa: F811
+    index_bundled("narrator", "word-count")
+    world = make_world(owner=alice, plugins=["word-count"])
+    return session_create(owner=alice, world=world)
+
+
+def local_server(tmp_path, notify_dir: str) -> servers.Server:
+    """A server on the test database (a SQLite file, or PostgreSQL), woken by local sockets."""
+    return servers.Server(
+        next(PORTS),
+        {
+            "DATABASE_URL": servers.database_url(),
+            "COVEL_NOTIFY_BACKEND": "local",
+            "COVEL_NOTIFY_DIR": notify_dir,
+            "COVEL_VAR_DIR": str(tmp_path / "var"),
+            "REDIS_URL": "",
+        },
+        tmp_path / "server.log",
+    )
+
+
+def test_a_stream_cut_mid_turn_resumes_from_last_event_id_with_every_seq_once(
+    harbor_session, alice, local_notify, tmp_path
+):
+    server = local_server(tmp_path, local_notify)
+    try:
+        cookie = servers.session_cookie(alice)
+        turns = 5
+        writer = threading.Thread(
+            target=lambda: [play(harbor_session, f"Step {i}.") for i in range(turns)]
+        )
+        stream = servers.Stream(server.port, harbor_session.pk, cookie)
+        seen = [stream.next_event()["id"]]  # session.created: the stream is live
+        writer.start()
+        committed = cuts = 0
+        while committed < turns:
+            event = stream.next_event()
+            seen.append(event["id"])
+            if event["type"] == "turn.committed":
+                committed += 1
+            if event["type"] in ("turn.started", "narrative"):
+                # Mid-turn: drop the connection and come back as EventSource does.
+                stream.cut()
+                cuts += 1
+                stream = servers.Stream(server.port, harbor_session.pk, cookie, last_id=seen[-1])
+        writer.join(30)
+        stream.cut()
+        last = SessionEvent.objects.filter(session=harbor_session).order_by("-seq").first().seq
+        assert cuts >= turns
+        assert seen == list(range(1, last + 1))  # every seq, in order, exactly once
+    finally:
+        server.stop()
+
+
+def test_idle_streams_hold_no_thread_and_wake_when_another_process_writes(
+    harbor_session, alice, local_notify, tmp_path
+):
+    server = local_server(tmp_path, local_notify)
+    try:
+        cookie = servers.session_cookie(alice)
+        first = servers.Stream(server.port, harbor_session.pk, cookie)
+        assert first.next_event()["type"] == "session.created"
+        before = server.threads()
+        streams = [servers.Stream(server.port, harbor_session.pk, cookie) for _ in range(40)]
+        for stream in streams:
+            assert stream.next_event()["type"] == "session.created"
+        time.sleep(0.5)
+        # Reads ran on the loop's small shared executor; no stream kept a thread of its own.
+        assert server.threads() <= before + 6, (before, server.threads())
+        started = time.monotonic()
+        play(harbor_session, "Everyone hears this.")  # written by this process, not the server
+        for stream in [first, *streams]:
+            assert stream.next_event()["type"] == "turn.started"
+        assert time.monotonic() - started < 10
+        for stream in [first, *streams]:
+            stream.cut()
+    finally:
+        server.stop()
+
+
+def test_an_action_posted_to_one_server_reaches_a_stream_on_another(
+    harbor_session, alice, redis_url, tmp_path, settings
+):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("two servers behind one Redis run on PostgreSQL")
+    env = {
+        "DATABASE_URL": servers.database_url(),
+        "REDIS_URL": redis_url,
+        "COVEL_NOTIFY_BACKEND": "redis",
+        "DB_POOL": "true",
+        "COVEL_VAR_DIR": str(tmp_path / "var"),
+    }
+    one = servers.Server(next(PORTS), env, tmp_path / "one.log")
+    other = servers.Server(next(PORTS), env, tmp_path / "other.log")
+    try:
+        cookie = servers.session_cookie(alice)
+        stream = servers.Stream(other.port, harbor_session.pk, cookie)
+        assert stream.next_event()["type"] == "session.created"
+        status, body = servers.post_json(
+            one.port, f"/api/sessions/{harbor_session.pk}/actions", {"message": "Hi."}, cookie
+        )
+        assert status == 200, body
+        kinds = []
+        while "turn.committed" not in kinds:
+            kinds.append(stream.next_event(timeout=10)["type"])
+        assert kinds[0] == "turn.started" and "narrative" in kinds
+        stream.cut()
+    finally:
+        one.stop()
+        other.stop()
+
+
+support_fixtures = support  # the module's fixtures stay imported for pytest
