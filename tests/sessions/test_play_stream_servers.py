@@ -150,3 +150,75 @@ def test_an_action_posted_to_one_server_reaches_a_stream_on_another(
 
 
 support_fixtures = support  # the module's fixtures stay imported for pytest
+
+
+def test_a_turn_without_a_free_database_connection_answers_503_not_500(
+    harbor_session, alice, tmp_path
+):
+    """The server's database role may open two connections; the test holds both, so the
+    server's pool finds none: the action is refused with 503 and Retry-After, and once the
+    connections are back the same action runs."""
+    import psycopg
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a connection limit is a PostgreSQL matter")
+    role = "serve_limited_role"
+    name = connection.settings_dict["NAME"]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM pg_roles WHERE rolname = '{role}'")
+        if cursor.fetchone() is None:
+            cursor.execute(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 2")
+        cursor.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        cursor.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+        cursor.execute(f'GRANT CONNECT ON DATABASE "{name}" TO {role}')
+    s = connection.settings_dict
+    host, port = s["HOST"] or "127.0.0.1", s["PORT"] or 5432
+    server = servers.Server(
+        next(PORTS),
+        {
+            "DATABASE_URL": f"postgres://{role}@{host}:{port}/{name}",
+            "DB_POOL": "true",
+            "DB_POOL_MIN_SIZE": "0",
+            "DB_POOL_TIMEOUT": "1",
+            "COVEL_VAR_DIR": str(tmp_path / "var"),
+        },
+        tmp_path / "server.log",
+    )
+    held = []
+    try:
+        cookie = servers.session_cookie(alice)
+        held = [psycopg.connect(host=host, port=port, dbname=name, user=role) for _ in range(2)]
+        status, body = servers.post_json(
+            server.port, f"/api/sessions/{harbor_session.pk}/actions", {"message": "Hi."}, cookie
+        )
+        assert status == 503, body
+        assert body["code"] == "database_unavailable" and set(body) == {
+            "code",
+            "message",
+            "details",
+        }
+        for held_connection in held:
+            held_connection.close()
+        held = []
+        # A client that honours Retry-After gets through once the pool reconnects.
+        deadline = time.monotonic() + 20
+        while True:
+            status, body = servers.post_json(
+                server.port,
+                f"/api/sessions/{harbor_session.pk}/actions",
+                {"message": "Hi."},
+                cookie,
+            )
+            if status != 503 or time.monotonic() > deadline:
+                break
+            time.sleep(body["details"]["retryAfter"])
+        assert status == 200, body
+    finally:
+        for held_connection in held:
+            held_connection.close()
+        server.stop()
+        with connection.cursor() as cursor:
+            cursor.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}")
+            cursor.execute(f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {role}")
+            cursor.execute(f'REVOKE CONNECT ON DATABASE "{name}" FROM {role}')
