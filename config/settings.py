@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "ninja",
+    "accounts",
     "catalogue",
     "approvals",
     "worlds",
@@ -99,6 +100,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Authorization: Bearer <token> on /api/ acts as the token's owner (accounts/).
+    "accounts.middleware.BearerTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "core.middleware.DatabaseBusyMiddleware",
@@ -131,6 +134,32 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Rate limits (accounts/): counts live in the cache below. Turns and model calls per user, over
+# every endpoint that starts one; failed sign-ins per account and per address.
+# (The suite plays hundreds of turns a minute as the same few users: its default is no limit.)
+COVEL_TURN_RATE = env_str("COVEL_TURN_RATE", "100000/s" if _TESTING else "30/m")
+COVEL_LOGIN_FAILURES_PER_ACCOUNT = env_int("COVEL_LOGIN_FAILURES_PER_ACCOUNT", 5)
+COVEL_LOGIN_FAILURES_PER_ADDRESS = env_int("COVEL_LOGIN_FAILURES_PER_ADDRESS", 20)
+COVEL_LOGIN_FAILURE_WINDOW_SECONDS = env_int("COVEL_LOGIN_FAILURE_WINDOW_SECONDS", 900)
+if env_str("REDIS_URL"):
+    # Shared by every web process, so a limit holds however many processes serve.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("CACHE_URL", env_str("REDIS_URL")),
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Mail: password reset needs it, so it is offered only when EMAIL_HOST is set.
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "covel-hub@localhost")
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"

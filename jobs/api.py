@@ -1,6 +1,6 @@
 """Jobs API: a session's jobs, one job, cancel and retry.
 
-Session authentication with CSRF on POST (ninja's django_auth): anonymous callers get 401.
+Session or bearer-token authentication (core.auth.hub_auth): anonymous callers get 401, CSRF on cookie POSTs.
 Staff and the session's owner may see and manage its jobs; anyone else gets 403.
 """
 
@@ -11,15 +11,16 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Query, Router, Status
-from ninja.security import django_auth
 
+from accounts.throttles import turn_throttle
+from core.auth import hub_auth
 from jobs.errors import JobError
 from jobs.events import job_payload
 from jobs.schemas import ErrorOut, JobListFilter, JobListOut, JobOut
 from jobs.selectors import job_get, session_can_manage, session_get, session_jobs
 from jobs.services import job_can_manage, job_cancel, job_retry
 
-router = Router(tags=["jobs"], auth=django_auth)
+router = Router(tags=["jobs"], auth=hub_auth)
 
 FORBIDDEN = {"detail": "only staff and the session's owner may see its jobs", "code": "forbidden"}
 
@@ -72,7 +73,9 @@ def cancel_job(request: HttpRequest, job_id: str) -> Any:
 
 
 @router.post(
-    "/jobs/{job_id}/retry", response={201: JobOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
+    "/jobs/{job_id}/retry",
+    response={201: JobOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+    throttle=[turn_throttle],
 )
 def retry_job(request: HttpRequest, job_id: str) -> Any:
     """Retry a job in a failure state as a new job; 409 runtime_job_not_retryable otherwise."""

@@ -1,6 +1,6 @@
 """The sessions API: create, list and get sessions; play turns; events; manual runs; RPC actions.
 
-Session auth (django_auth: 401 anonymous, CSRF on writes); the session's owner or staff only
+Session or bearer-token auth (core.auth.hub_auth: 401 anonymous, CSRF on cookie writes); the session's owner or staff only
 (403 for anyone else). Refusals are {"detail", "code"}.
 """
 
@@ -14,8 +14,9 @@ from django.db import connection, transaction
 from django.http import HttpRequest
 from ninja import Router
 from ninja.responses import Status
-from ninja.security import django_auth
 
+from accounts.throttles import turn_throttle
+from core.auth import hub_auth
 from sessions import events, selectors, services
 from sessions.commands import CommandError
 from sessions.models import Session
@@ -43,7 +44,7 @@ from sessions.schemas import (
 from sessions.turns import TurnRequest, schema_problem, turn_run
 from worlds.models import World
 
-router = Router(tags=["sessions"], auth=django_auth)
+router = Router(tags=["sessions"], auth=hub_auth)
 
 ERRORS: dict[int, Any] = {
     400: ErrorOut,
@@ -200,7 +201,9 @@ def list_turns(request: HttpRequest, session_id: str, limit: int = 50) -> Status
 
 
 @router.post(
-    "/sessions/{session_id}/actions", response={200: TurnOut, **ERRORS, 422: ActionErrorOut}
+    "/sessions/{session_id}/actions",
+    response={200: TurnOut, **ERRORS, 422: ActionErrorOut},
+    throttle=[turn_throttle],
 )
 def post_action(request: HttpRequest, session_id: str, data: ActionIn) -> Any:
     """The player's action: the turn's result, or (Accept: text/event-stream / ?stream=1) its events."""
@@ -284,6 +287,7 @@ async def session_events(request: HttpRequest, session_id: str) -> Any:
 @router.post(
     "/sessions/{session_id}/runtimes/{plugin}/{runtime}/run",
     response={200: TurnOut, 202: JobAcceptedOut, **ERRORS},
+    throttle=[turn_throttle],
 )
 def run_runtime(
     request: HttpRequest, session_id: str, plugin: str, runtime: str, data: RunIn
@@ -362,7 +366,11 @@ def _enqueue_background(
     return Status(202, accepted_payload(job))
 
 
-@router.post("/sessions/{session_id}/rpc/{plugin}/{action}", response={200: RpcOut, **ERRORS})
+@router.post(
+    "/sessions/{session_id}/rpc/{plugin}/{action}",
+    response={200: RpcOut, **ERRORS},
+    throttle=[turn_throttle],
+)
 def rpc(request: HttpRequest, session_id: str, plugin: str, action: str, data: RpcIn) -> Status:
     """An RPC action with a payload, or a slash command (`command`) parsed per contributes.commands."""
     try:
@@ -385,7 +393,9 @@ def rpc(request: HttpRequest, session_id: str, plugin: str, action: str, data: R
         return _problem(exc)
 
 
-@router.post("/sessions/{session_id}/commands", response={200: RpcOut, **ERRORS})
+@router.post(
+    "/sessions/{session_id}/commands", response={200: RpcOut, **ERRORS}, throttle=[turn_throttle]
+)
 def command(request: HttpRequest, session_id: str, data: CommandIn) -> Status:
     """A slash command typed in the composer; the active package that declares it runs it."""
     try:
@@ -405,6 +415,7 @@ def command(request: HttpRequest, session_id: str, data: CommandIn) -> Status:
         200: TurnOut,
         **{status: InteractionErrorOut for status in (404, 409, 422, 502)},
     },
+    throttle=[turn_throttle],
 )
 def submit_interaction(
     request: HttpRequest, session_id: str, interaction_id: str, data: InteractionSubmitIn

@@ -12,9 +12,9 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Body, Router
 from ninja.responses import Status
-from ninja.security import django_auth
 
 from catalogue.models import Package
+from core.auth import hub_auth
 from sessions.models import Session
 from worlds import selectors
 from worlds.models import World
@@ -139,7 +139,7 @@ def package_settings(
 
 @router.put(
     "/worlds/{world_id}/plugin-settings/{package_id}",
-    auth=django_auth,
+    auth=hub_auth,
     response={
         200: PackageSettingsOut,
         401: MessageOut,
@@ -175,7 +175,7 @@ def world_plugin_settings_put(
 
 @router.put(
     "/sessions/{session_id}/plugin-settings/{package_id}",
-    auth=django_auth,
+    auth=hub_auth,
     response={
         200: PackageSettingsOut,
         401: MessageOut,
