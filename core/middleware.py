@@ -5,6 +5,7 @@ Both are async-capable, so under ASGI they add no thread hop of their own."""
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,10 @@ DATABASE_BUSY_RETRY_SECONDS = 2
 
 
 class ContentSecurityPolicyMiddleware:
-    """Every response gets settings.CONTENT_SECURITY_POLICY unless the view set its own."""
+    """Every response gets settings.CONTENT_SECURITY_POLICY unless the view set its own.
+
+    script-src also names a fresh nonce (request.csp_nonce): a template's own <script> block
+    may carry it; inline event handlers (onclick=...) never run."""
 
     sync_capable = True
     async_capable = True
@@ -35,14 +39,24 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request: HttpRequest) -> Any:
         if self.is_async:
             return self.__acall__(request)
-        return self._set(self.get_response(request))
+        nonce = self._nonce(request)
+        return self._set(self.get_response(request), nonce)
 
     async def __acall__(self, request: HttpRequest) -> HttpResponse:
-        return self._set(await self.get_response(request))
+        nonce = self._nonce(request)
+        return self._set(await self.get_response(request), nonce)
 
-    def _set(self, response: HttpResponse) -> HttpResponse:
+    @staticmethod
+    def _nonce(request: HttpRequest) -> str:
+        nonce = secrets.token_urlsafe(16)
+        request.csp_nonce = nonce  # type: ignore[attr-defined]
+        return nonce
+
+    def _set(self, response: HttpResponse, nonce: str) -> HttpResponse:
         if self.policy and "Content-Security-Policy" not in response:
-            response["Content-Security-Policy"] = self.policy
+            response["Content-Security-Policy"] = self.policy.replace(
+                "script-src ", f"script-src 'nonce-{nonce}' ", 1
+            )
         return response
 
 
