@@ -118,12 +118,13 @@ def wait_seconds(request: HttpRequest) -> float:
 
 # ------------------------------------------------------------------ pushed streams
 
-Row = tuple[int, str, Any]
+Row = tuple[int, str, Any, bytes]  # seq, type, payload, the SSE frame
 
 
 def _rows(session_id: uuid.UUID, after: int) -> list[Row]:
+    # Formatted once here: a feed hands the same text to every stream of the session.
     return [
-        (r.seq, r.type, r.payload)
+        (r.seq, r.type, r.payload, format_event(seq=r.seq, type=r.type, payload=r.payload).encode())
         for r in events_after(session=session_id, after=after, limit=READ_LIMIT)
     ]
 
@@ -250,7 +251,7 @@ async def stream_events_pushed(
     after: int,
     wait: float,
     until: Callable[[dict[str, Any]], bool] | None = None,
-) -> AsyncIterator[str]:
+) -> AsyncIterator[str | bytes]:
     """Events with seq > after; follows new ones for `wait` seconds, or until `until(event)`."""
     # Here, not in the view: Django's middleware has finished with the response by now.
     await prepare_stream()
@@ -272,11 +273,11 @@ async def stream_events_pushed(
             else:
                 rows = list(follower.pending)
                 follower.pending.clear()
-            for seq, type, payload in rows:
+            for seq, type, payload, frame in rows:
                 if seq <= follower.cursor:
                     continue  # the feed and the replay both read it
                 follower.cursor = seq
-                yield format_event(seq=seq, type=type, payload=payload)
+                yield frame
                 if until is not None and until({"type": type, "payload": payload}):
                     return
             if replaying or follower.pending:
