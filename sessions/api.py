@@ -219,14 +219,14 @@ def post_action(request: HttpRequest, session_id: str, data: ActionIn) -> Any:
         return _problem(exc)
     turn_request = TurnRequest(message=data.message, actions=actions)
     if _wants_stream(request):
-        return _stream_turn(session, turn_request)
+        return _stream_turn(request, session, turn_request)
     try:
         return Status(200, turn_run(session=session, request=turn_request))
     except services.SessionProblem as exc:
         return _problem(exc)
 
 
-def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
+def _stream_turn(request: HttpRequest, session: Session, turn_request: TurnRequest) -> Any:
     """Take the lock now (a busy session still answers 409), run the turn in a thread, stream.
 
     Settle jobs are waited for first, without the lock (their commits need the session row).
@@ -264,7 +264,11 @@ def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
         )
 
     return events.stream_response(
-        session_id=session.pk, after=after, wait=events.MAX_WAIT_SECONDS * 2, until=done
+        request=request,
+        session_id=session.pk,
+        after=after,
+        wait=events.MAX_WAIT_SECONDS * 2,
+        until=done,
     )
 
 
@@ -278,6 +282,7 @@ async def session_events(request: HttpRequest, session_id: str) -> Any:
     except _Refusal as refusal:
         return Status(refusal.status, refusal.body)
     return events.stream_response(
+        request=request,
         session_id=session.pk,
         after=events.last_event_id(request),
         wait=events.wait_seconds(request),

@@ -27,6 +27,7 @@ from typing import Any
 
 from asgiref.sync import SyncToAsync, sync_to_async
 from django.conf import settings
+from django.core.handlers.wsgi import WSGIRequest
 from django.db import connections
 from django.http import HttpRequest, StreamingHttpResponse
 
@@ -106,7 +107,7 @@ def sse_response(stream: Iterator[str] | AsyncIterator[str]) -> StreamingHttpRes
 def wait_seconds(request: HttpRequest) -> float:
     default, most = (
         (PUSH_DEFAULT_WAIT_SECONDS, PUSH_MAX_WAIT_SECONDS)
-        if pushed()
+        if pushed() and not isinstance(request, WSGIRequest)
         else (DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS)
     )
     try:
@@ -322,16 +323,21 @@ async def _polled(stream: Iterator[str]) -> AsyncIterator[str]:
 
 def stream_response(
     *,
+    request: HttpRequest,
     session_id: uuid.UUID,
     after: int,
     wait: float,
     until: Callable[[dict[str, Any]], bool] | None = None,
 ) -> StreamingHttpResponse:
-    """The SSE response of a session's events: pushed, or polled when settings say so."""
+    """The SSE response of a session's events: pushed, or polled when settings say so.
+
+    Under WSGI (Django's test live server) there is no event loop to wait on, and WSGI would
+    buffer an async stream whole: such a request gets the polled stream, on its own thread."""
+    polled = stream_events(session_id=session_id, after=after, wait=wait, until=until)
+    if isinstance(request, WSGIRequest):
+        return sse_response(polled)
     if not pushed():
-        return sse_response(
-            _polled(stream_events(session_id=session_id, after=after, wait=wait, until=until))
-        )
+        return sse_response(_polled(polled))
     return sse_response(
         stream_events_pushed(session_id=session_id, after=after, wait=wait, until=until)
     )
