@@ -61,7 +61,8 @@ class Subscription:
         """Until notified (True) or timeout seconds passed (False); clears the flag."""
         if not self._event.is_set():
             try:
-                await asyncio.wait_for(self._event.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._event.wait()
             except TimeoutError:
                 return False
         self._event.clear()

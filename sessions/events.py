@@ -293,7 +293,9 @@ async def stream_events_pushed(
                 replaying = True
                 continue
             try:
-                await asyncio.wait_for(follower.woken.wait(), timeout)
+                # asyncio.timeout, not wait_for: no extra task per wake-up (1,000 streams).
+                async with asyncio.timeout(timeout):
+                    await follower.woken.wait()
             except TimeoutError:
                 if time.monotonic() < deadline:
                     yield ": keep-alive\n\n"
