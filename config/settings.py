@@ -310,15 +310,21 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"client_errors": {"()": "core.logging.ClientErrorWithoutTraceback"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["client_errors"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # Beat says "Scheduler: Sending due task" every few seconds: chatter, at debug only.
         "celery.beat": {"level": env_str("BEAT_LOG_LEVEL", "WARNING")},
         # One line per request from the server; the hub logs what matters itself.
         "uvicorn.access": {"level": env_str("ACCESS_LOG_LEVEL", "WARNING")},
-        # A malformed request (a 400) is the client's problem: no traceback in the log.
-        "django.security.DisallowedHost": {"level": "ERROR"},
-        "django.request": {"level": env_str("REQUEST_LOG_LEVEL", "ERROR")},
+        # 4xx lines (no traceback: core.logging) at WARNING, server errors at ERROR.
+        "django.request": {"level": env_str("REQUEST_LOG_LEVEL", "WARNING")},
     },
 }

@@ -222,3 +222,38 @@ def test_a_turn_without_a_free_database_connection_answers_503_not_500(
             cursor.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}")
             cursor.execute(f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {role}")
             cursor.execute(f'REVOKE CONNECT ON DATABASE "{name}" FROM {role}')
+
+
+def test_a_malformed_form_is_a_400_with_one_log_line_and_no_traceback(tmp_path, db):
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the log, not the database, is under test (runs in the SQLite pass)")
+    server = servers.Server(
+        next(PORTS),
+        {"COVEL_VAR_DIR": str(tmp_path / "var"), "DATABASE_URL": "", "REDIS_URL": ""},
+        tmp_path / "server.log",
+    )
+    try:
+        import http.client
+
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        # More fields than Django reads (DATA_UPLOAD_MAX_NUMBER_FIELDS): a 400 it logs.
+        conn.request(
+            "POST",
+            "/accounts/login/",
+            body="&".join(f"f{i}=1" for i in range(1500)),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Cookie": f"csrftoken={'a' * 32}",
+                "X-CSRFToken": "a" * 32,
+            },
+        )
+        answer = conn.getresponse()
+        answer.read()
+        assert answer.status == 400
+    finally:
+        server.stop()
+    log = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in log
+    assert "WARNING" in log or "ERROR" in log  # the refusal is still logged, as one line
