@@ -1,4 +1,4 @@
-"""Approvals API: staff read the queue and decide. Session auth with CSRF (ninja's django_auth)."""
+"""Approvals API: staff read the queue and decide. Session (CSRF on writes) or bearer-token auth (core.auth)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Query, Router
-from ninja.security import django_auth
 
 from approvals.models import ApprovalRequest, JournalEntry
 from approvals.schemas import (
@@ -17,10 +16,11 @@ from approvals.schemas import (
 )
 from approvals.selectors import approval_get, approval_list, approval_view
 from approvals.services import approval_decide
+from core.auth import hub_auth
 from core.errors import Forbidden, NotFound
 from core.schemas import errors, page
 
-router = Router(tags=["approvals"], auth=django_auth)
+router = Router(tags=["approvals"], auth=hub_auth)
 
 
 def _require_staff(request: HttpRequest) -> None:

@@ -93,7 +93,13 @@ def _issue_of(error: dict[str, Any]) -> dict[str, str]:
 
 @api.exception_handler(AuthenticationError)
 def _not_authenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    return respond(request, 401, "not_authenticated", str(exc) or "authentication required")
+    return respond(
+        request,
+        401,
+        "not_authenticated",
+        "sign in, or send Authorization: Bearer <token> (accounts/tokens/)",
+        headers={"WWW-Authenticate": 'Bearer realm="covel-hub"'},
+    )
 
 
 @api.exception_handler(HttpError)

@@ -30,32 +30,48 @@ def env_paths(name: str) -> list[Path]:
 
 
 def database_from_url(url: str, *, sqlite_default: Path) -> dict:
-    """Turn DATABASE_URL into a Django DATABASES entry.
+    """Turn DATABASE_URL into a Django DATABASES entry (parsed by dj-database-url).
 
-    Supported: postgres://user:pass@host:port/name and sqlite:///absolute/path.
-    An empty URL means the embedded SQLite file.
+    postgres://user:pass@host:port/name?sslmode=require&... keeps every query option (sslmode,
+    connect_timeout, options, ...). sqlite:////absolute/path, or an empty URL for the embedded
+    SQLite file, gets the options two processes need to share the file.
+
+    PostgreSQL connections: DB_POOL=true (the web process under ASGI, where every request runs
+    on a thread of its own and a per-thread persistent connection would leak) hands them out
+    from a psycopg pool of DB_POOL_MAX_SIZE, waiting up to DB_POOL_TIMEOUT seconds for a free
+    one; otherwise (workers) each thread keeps one for DB_CONN_MAX_AGE seconds, health-checked.
     """
     if not url:
         return _sqlite(sqlite_default)
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        return _sqlite(Path(unquote(parts.path)))
-    if parts.scheme in {"postgres", "postgresql", "pgsql"}:
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": unquote(parts.path.lstrip("/")),
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-            # Persistent connections in deployments; the test runs set 0 so no connection
-            # outlives a live-server thread and blocks dropping the test database.
-            "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
-            "TEST": {"NAME": None},
-        }
-    raise ValueError(
-        f"DATABASE_URL: unsupported scheme {parts.scheme!r} (use postgres:// or sqlite://)"
+    import dj_database_url
+
+    scheme = urlsplit(url).scheme
+    if scheme == "sqlite":
+        return _sqlite(Path(unquote(urlsplit(url).path)))
+    if scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise ValueError(
+            f"DATABASE_URL: unsupported scheme {scheme!r} (use postgres:// or sqlite://)"
+        )
+    pooled = env_bool("DB_POOL", False)
+    config = dict(
+        dj_database_url.parse(
+            url,
+            conn_max_age=0 if pooled else env_int("DB_CONN_MAX_AGE", 60),
+            conn_health_checks=not pooled,
+        )
     )
+    config["ENGINE"] = "django.db.backends.postgresql"
+    if pooled:
+        config.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": env_int("DB_POOL_MIN_SIZE", 2),
+            "max_size": env_int("DB_POOL_MAX_SIZE", 20),
+            # A request waits this long for a connection, then answers 503 (core/middleware.py).
+            "timeout": float(env_int("DB_POOL_TIMEOUT", 10)),
+        }
+    # A fresh database per test run (the test runs set DB_CONN_MAX_AGE=0 so no connection
+    # outlives a live-server thread and blocks dropping it).
+    config["TEST"] = {"NAME": None}
+    return config
 
 
 def _sqlite(path: Path) -> dict:

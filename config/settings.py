@@ -6,7 +6,10 @@ Real deployments set DATABASE_URL (PostgreSQL) and REDIS_URL (Redis broker and s
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import database_from_url, env_bool, env_int, env_paths, env_str
 
@@ -15,11 +18,58 @@ VAR_DIR = Path(env_str("COVEL_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY", "covel-hub-insecure-development-key")
+# The test suite (pytest) runs with DEBUG off, on a throw-away key and unhashed static files.
+_TESTING = "pytest" in sys.modules
+
+
+def _secret_key() -> str:
+    """SECRET_KEY, else the file SECRET_KEY_FILE names (scripts/run.sh writes var/secret_key
+    on the embedded default); only DEBUG may run on the well-known development key."""
+    key = env_str("SECRET_KEY")
+    if key:
+        return key
+    path = Path(env_str("SECRET_KEY_FILE", str(VAR_DIR / "secret_key")))
+    if path.is_file() and path.read_text().strip():
+        return path.read_text().strip()
+    if DEBUG or _TESTING:
+        return "covel-hub-insecure-development-key"
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set: with DEBUG off the hub needs a secret key. Set SECRET_KEY (50+ "
+        f"random characters) or SECRET_KEY_FILE, or write one into {path} (scripts/run.sh does)."
+    )
+
+
+SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = [
     h for h in env_str("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+# --- HTTPS (docs/deploy.md) -----------------------------------------------------------------
+# COVEL_HTTPS=true: the hub is reached over HTTPS only (usually a proxy terminating TLS that
+# sets X-Forwarded-Proto). Cookies are then secure, HTTP redirects to HTTPS, and HSTS is sent.
+COVEL_HTTPS = env_bool("COVEL_HTTPS", False)
+if env_bool("COVEL_BEHIND_PROXY", COVEL_HTTPS):
+    # Trust the proxy's word on the scheme; only safe when the proxy strips the client's own.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = COVEL_HTTPS
+SECURE_SSL_REDIRECT = COVEL_HTTPS
+# /healthz answers the load balancer over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if COVEL_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", COVEL_HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", COVEL_HTTPS)
+SESSION_COOKIE_HTTPONLY = True
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Scripts only from our own origin, no inline code (docs/deploy.md); SSE and fetch go to self.
+CONTENT_SECURITY_POLICY = env_str(
+    "COVEL_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; "
+    "form-action 'self'",
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -30,6 +80,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "ninja",
+    "accounts",
     "catalogue",
     "approvals",
     "worlds",
@@ -43,17 +94,24 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "core.middleware.ContentSecurityPolicyMiddleware",
+    # Right after security: static files are answered before sessions or auth are looked at.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Authorization: Bearer <token> on /api/ acts as the token's owner (accounts/).
+    "accounts.middleware.BearerTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.api_nul_guard",
+    "core.middleware.DatabaseBusyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
@@ -78,6 +136,32 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Rate limits (accounts/): counts live in the cache below. Turns and model calls per user, over
+# every endpoint that starts one; failed sign-ins per account and per address.
+# (The suite plays hundreds of turns a minute as the same few users: its default is no limit.)
+COVEL_TURN_RATE = env_str("COVEL_TURN_RATE", "100000/s" if _TESTING else "30/m")
+COVEL_LOGIN_FAILURES_PER_ACCOUNT = env_int("COVEL_LOGIN_FAILURES_PER_ACCOUNT", 5)
+COVEL_LOGIN_FAILURES_PER_ADDRESS = env_int("COVEL_LOGIN_FAILURES_PER_ADDRESS", 20)
+COVEL_LOGIN_FAILURE_WINDOW_SECONDS = env_int("COVEL_LOGIN_FAILURE_WINDOW_SECONDS", 900)
+if env_str("REDIS_URL"):
+    # Shared by every web process, so a limit holds however many processes serve.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("CACHE_URL", env_str("REDIS_URL")),
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Mail: password reset needs it, so it is offered only when EMAIL_HOST is set.
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "covel-hub@localhost")
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
@@ -89,6 +173,20 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# whitenoise serves STATIC_ROOT (filled by collectstatic in scripts/run.sh): names carry a hash
+# of the content, files are pre-compressed (gzip, brotli), and hashed names are cached for a
+# year. COVEL_STATIC_MANIFEST=false (the test suite) serves from the app folders unhashed.
+_STATIC_MANIFEST = env_bool("COVEL_STATIC_MANIFEST", not _TESTING)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if _STATIC_MANIFEST
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = not _STATIC_MANIFEST
 # htmx comes from npm (package.json), never copied into the repository.
 STATICFILES_DIRS = [
     BASE_DIR / "static",
@@ -216,10 +314,42 @@ CELERY_BEAT_SCHEDULE: dict = {
     "sources-dispatch-jobs": {"task": "sources.dispatch_jobs", "schedule": 5.0},
 }
 CELERY_TIMEZONE = "UTC"
+# Beat's schedule state lives with the hub's other state, not in the checkout (run.sh passes it).
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
+# --- Event streams and notifications (sessions/events.py, core/notify.py) ------------------
+# "push": streams wait on a notification (default); "poll": the old thread-per-stream design
+# that reads the database every 200 ms, kept so bench/streams.py can measure it beside.
+COVEL_EVENT_STREAM = env_str("COVEL_EVENT_STREAM", "push")
+# "local" (this machine's processes), "redis" (every process behind REDIS_URL), "postgres"
+# (LISTEN/NOTIFY); empty: redis when REDIS_URL is set, else local.
+COVEL_NOTIFY_BACKEND = env_str("COVEL_NOTIFY_BACKEND")
+COVEL_NOTIFY_REDIS_URL = env_str("COVEL_NOTIFY_REDIS_URL")
+# Where the local backend's processes bind their wake-up sockets.
+COVEL_NOTIFY_DIR = env_str("COVEL_NOTIFY_DIR", str(VAR_DIR / "notify"))
+
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "filters": {"client_errors": {"()": "core.logging.ClientErrorWithoutTraceback"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["client_errors"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # Beat says "Scheduler: Sending due task" every few seconds: chatter, at debug only.
+        "celery.beat": {"level": env_str("BEAT_LOG_LEVEL", "WARNING")},
+        # One line per request from the server; the hub logs what matters itself.
+        "uvicorn.access": {"level": env_str("ACCESS_LOG_LEVEL", "WARNING")},
+        # 4xx lines (no traceback: core.logging) at WARNING, server errors at ERROR.
+        "django.request": {"level": env_str("REQUEST_LOG_LEVEL", "WARNING")},
+    },
 }

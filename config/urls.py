@@ -1,10 +1,17 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from accounts import views as accounts_views
 from config.api import api
+from config.health import healthz
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    # Before Django's own: sign-in with limits, and reset only when mail is configured.
+    path("accounts/login/", accounts_views.LoginView.as_view(), name="login"),
+    path("accounts/password_reset/", accounts_views.password_reset, name="password_reset"),
+    path("accounts/", include("accounts.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", api.urls),
     path("approvals/", include("approvals.urls")),

@@ -13,8 +13,10 @@ root (config/api.py) turns it, ninja's own errors and Django's 404 into this sha
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from core.pointer import format as pointer  # noqa: F401  (callers build issue paths with it)
 
 
 class ApiError(Exception):
@@ -103,11 +105,6 @@ class Throttled(ApiError):
 def error_body(code: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
     # "detail" repeats the message: every earlier error shape had it, and clients read it.
     return {"code": code, "message": message, "details": dict(details or {}), "detail": message}
-
-
-def pointer(tokens: Iterable[str | int]) -> str:
-    """An RFC 6901 pointer from reference tokens: ("body", "a/b", 0) -> "/body/a~1b/0"."""
-    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
 def issue(path: str, code: str, message: str) -> dict[str, str]:

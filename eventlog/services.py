@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
+from core import notify
 from core.sql import Table
 from eventlog.errors import SessionProblem
 from eventlog.models import SessionEvent
@@ -110,6 +111,8 @@ def _events_write(session_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]
             cursor.execute(sql, params)
             written = cursor.rowcount
         if written == len(events):
+            # The one publish of session events: streams in every process wake after the commit.
+            transaction.on_commit(lambda: notify.publish(notify.session_channel(session_id)))
             return
         if written:
             # Part of a batch collided (see events_batched): refuse rather than leave a gap;

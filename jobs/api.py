@@ -1,6 +1,6 @@
 """Jobs API: a session's jobs, one job, cancel and retry.
 
-Session authentication with CSRF on POST (ninja's django_auth): anonymous callers get 401.
+Session or bearer-token authentication (core.auth.hub_auth): anonymous callers get 401, CSRF on cookie POSTs.
 Staff and the session's owner may see and manage its jobs; anyone else gets 403.
 """
 
@@ -11,8 +11,9 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Query, Router, Status
-from ninja.security import django_auth
 
+from accounts.throttles import turn_throttle
+from core.auth import hub_auth
 from core.errors import Forbidden, NotFound
 from core.schemas import errors, page
 from jobs.events import job_payload
@@ -21,7 +22,7 @@ from jobs.schemas import JobListFilter, JobListOut, JobOut
 from jobs.selectors import job_get, session_can_manage, session_get, session_jobs
 from jobs.services import job_can_manage, job_cancel, job_retry
 
-router = Router(tags=["jobs"], auth=django_auth)
+router = Router(tags=["jobs"], auth=hub_auth)
 
 FORBIDDEN = "only staff and the session's owner may see its jobs"
 
@@ -67,7 +68,11 @@ def cancel_job(request: HttpRequest, job_id: str) -> Any:
     return job_payload(job_cancel(job=_job(job_id), actor=request.user))
 
 
-@router.post("/jobs/{job_id}/retry", response={201: JobOut, **errors(401, 403, 404, 409, 422)})
+@router.post(
+    "/jobs/{job_id}/retry",
+    response={201: JobOut, **errors(401, 403, 404, 409, 422, 429)},
+    throttle=[turn_throttle],
+)
 def retry_job(request: HttpRequest, job_id: str) -> Any:
     """Retry a job in a failure state as a new job; 409 runtime_job_not_retryable otherwise."""
     created = job_retry(job=_job(job_id), actor=request.user)

@@ -883,10 +883,3 @@ class NodeHost:
     def echo(self, value: Any, *, timeout: float = 10.0) -> Any:
         """A bare round trip: the floor of every call's cost."""
         return self.request("echo", {"value": value}, timeout=timeout)["value"]
-
-
-def get_host() -> NodeHost:
-    """This process's shared host of bundled packages (pluginhost.pool.host_for picks per trust)."""
-    from .pool import host_pool
-
-    return host_pool().bundled()

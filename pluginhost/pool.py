@@ -257,3 +257,8 @@ def stop_hosts() -> None:
     pool = _pool
     if pool is not None and pool._pid == os.getpid():
         pool.stop_all()
+
+
+def get_host() -> NodeHost:
+    """This process's shared host of bundled packages (host_for picks per trust)."""
+    return host_pool().bundled()

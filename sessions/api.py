@@ -1,8 +1,9 @@
 """The sessions API: create, list and get sessions; play turns; events; manual runs; RPC actions.
 
-Session auth (django_auth: 401 anonymous, CSRF on writes); the session's owner or staff only
-(403 for anyone else). Refusals are the one error shape of core/errors.py: SessionProblem and
-the slash commands' CommandError are answered by the API root's handlers (config/api.py).
+Session or bearer-token auth (core.auth.hub_auth: 401 anonymous, CSRF on cookie writes); the
+session's owner or staff only (403 for anyone else). Refusals are the one error shape of
+core/errors.py: SessionProblem and the slash commands' CommandError are answered by the API
+root's handlers (config/api.py). Turn-starting operations are throttled per user (429).
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import connection, transaction
 from django.http import HttpRequest
 from ninja import Header, Query, Router
 from ninja.responses import Status
-from ninja.security import django_auth
 
+from accounts.throttles import turn_throttle
+from core.auth import hub_auth
 from core.errors import Conflict, Forbidden, Invalid, NotFound, issue
 from core.schemas import PageQuery, errors, page
 from eventlog.selectors import events_after, last_event_seq
@@ -44,7 +47,7 @@ from sessions.schemas import (
 from sessions.turns import TurnRequest, schema_problem, turn_run
 from worlds.models import World
 
-router = Router(tags=["sessions"], auth=django_auth)
+router = Router(tags=["sessions"], auth=hub_auth)
 
 # What a session operation may answer besides its success: 400 a body that is not JSON, 401
 # anonymous, 403 someone else's session (or a failed CSRF check on a write), 404, 409 busy or
@@ -53,7 +56,7 @@ ERRORS = errors(400, 401, 403, 404, 409, 422)
 # A read has no body and changes nothing: no 400, no 409.
 READ_ERRORS = errors(401, 403, 404, 422)
 # Operations that run plugin code also answer 502 when the plugin host fails.
-RUN_ERRORS = errors(400, 401, 403, 404, 409, 422, 502)
+RUN_ERRORS = errors(400, 401, 403, 404, 409, 422, 429, 502)
 
 
 def _session(request: HttpRequest, session_id: str) -> Session:
@@ -188,6 +191,7 @@ TURN_OR_STREAM = {
     "/sessions/{session_id}/actions",
     response={200: TurnOut, **RUN_ERRORS},
     openapi_extra={"responses": {200: {"description": "OK", "content": TURN_OR_STREAM}}},
+    throttle=[turn_throttle],
 )
 def post_action(
     request: HttpRequest,
@@ -203,11 +207,11 @@ def post_action(
     )
     turn_request = TurnRequest(message=data.message, actions=actions)
     if _wants_stream(request, stream):
-        return _stream_turn(session, turn_request)
+        return _stream_turn(request, session, turn_request)
     return turn_run(session=session, request=turn_request)
 
 
-def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
+def _stream_turn(request: HttpRequest, session: Session, turn_request: TurnRequest) -> Any:
     """Take the lock now (a busy session still answers 409), run the turn in a thread, stream.
 
     Settle jobs are waited for first, without the lock (their commits need the session row).
@@ -238,10 +242,12 @@ def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
             and event["payload"].get("turnId") == turn_id
         )
 
-    return events.sse_response(
-        events.stream_events(
-            session_id=session.pk, after=after, wait=events.MAX_WAIT_SECONDS * 2, until=done
-        )
+    return events.stream_response(
+        request=request,
+        session_id=session.pk,
+        after=after,
+        wait=events.MAX_WAIT_SECONDS * 2,
+        until=done,
     )
 
 
@@ -250,7 +256,7 @@ def _stream_turn(session: Session, turn_request: TurnRequest) -> Any:
     response={200: None, **READ_ERRORS},
     openapi_extra={"responses": {200: {"description": "Server-sent events", "content": STREAM}}},
 )
-def session_events(
+async def session_events(
     request: HttpRequest,
     session_id: str,
     query: Query[EventsQuery],
@@ -262,20 +268,22 @@ def session_events(
         description="Resume after this event (EventSource).",
     ),
 ) -> Any:
-    """SSE: the events after Last-Event-ID (or ?after=), then new ones for ?wait= seconds."""
-    session = _session(request, session_id)
-    return events.sse_response(
-        events.stream_events(
-            session_id=session.pk,
-            after=events.last_event_id(request),
-            wait=events.wait_seconds(request),
-        )
+    """SSE: the events after Last-Event-ID (or ?after=), then new ones for ?wait= seconds.
+
+    Async: an open stream waits on the session's notification channel (sessions/events.py)."""
+    session = await sync_to_async(_session)(request, session_id)
+    return events.stream_response(
+        request=request,
+        session_id=session.pk,
+        after=events.last_event_id(request),
+        wait=events.wait_seconds(request),
     )
 
 
 @router.post(
     "/sessions/{session_id}/runtimes/{plugin}/{runtime}/run",
     response={200: TurnOut, 202: JobAcceptedOut, **RUN_ERRORS},
+    throttle=[turn_throttle],
 )
 def run_runtime(
     request: HttpRequest, session_id: str, plugin: str, runtime: str, data: RunIn
@@ -338,7 +346,11 @@ def _enqueue_background(
     return Status(202, accepted_payload(job))
 
 
-@router.post("/sessions/{session_id}/rpc/{plugin}/{action}", response={200: RpcOut, **RUN_ERRORS})
+@router.post(
+    "/sessions/{session_id}/rpc/{plugin}/{action}",
+    response={200: RpcOut, **RUN_ERRORS},
+    throttle=[turn_throttle],
+)
 def rpc(request: HttpRequest, session_id: str, plugin: str, action: str, data: RpcIn) -> Any:
     """An RPC action with a payload, or a slash command (`command`) parsed per contributes.commands."""
     return services.session_rpc(
@@ -350,7 +362,11 @@ def rpc(request: HttpRequest, session_id: str, plugin: str, action: str, data: R
     )
 
 
-@router.post("/sessions/{session_id}/commands", response={200: RpcOut, **RUN_ERRORS})
+@router.post(
+    "/sessions/{session_id}/commands",
+    response={200: RpcOut, **RUN_ERRORS},
+    throttle=[turn_throttle],
+)
 def command(request: HttpRequest, session_id: str, data: CommandIn) -> Any:
     """A slash command typed in the composer; the active package that declares it runs it."""
     return services.session_command(session=_session(request, session_id), text=data.text)
@@ -359,6 +375,7 @@ def command(request: HttpRequest, session_id: str, data: CommandIn) -> Any:
 @router.post(
     "/sessions/{session_id}/interactions/{path:interaction_id}",
     response={200: TurnOut, **RUN_ERRORS},
+    throttle=[turn_throttle],
 )
 def submit_interaction(
     request: HttpRequest, session_id: str, interaction_id: str, data: InteractionSubmitIn

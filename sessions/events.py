@@ -2,28 +2,53 @@
 
 The database is the stream: every event is a SessionEvent row with a dense per-session seq,
 which is also the SSE `id`, so a reconnecting EventSource resumes exactly where it stopped.
-A stream lives at most `wait` seconds (then the browser reconnects on its own), so a worker
-thread is never held for ever. Django's request_finished signal (sent when the streaming
-response closes) gives the stream's database connection back.
+
+Pushed (the default): a stream is an async generator on the server's event loop. It waits on
+the session's notification channel (core/notify.py; `_events_write` publishes after each
+commit), so an idle stream costs no query, no thread and no database connection, only a
+keep-alive comment now and then. Every stream of one session in a process shares one feed:
+one subscription and one read per notification, however many tabs watch the session. A
+stream subscribes before it replays, so a row committed while it (re)connects is read either
+by the replay or after the wake-up it causes; seqs already sent are skipped, so none repeats.
+
+Polled (settings.COVEL_EVENT_STREAM = "poll", the old design kept for bench/streams.py): a
+thread per stream reads the database every 200 ms.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from asgiref.sync import SyncToAsync, sync_to_async
+from django.conf import settings
+from django.core.handlers.wsgi import WSGIRequest
+from django.db import connections
 from django.http import HttpRequest, StreamingHttpResponse
 
+from core import notify
 from eventlog.selectors import events_after
 
 POLL_SECONDS = 0.2
-KEEPALIVE_SECONDS = 1.0  # cheap; also how soon a closed browser tab frees its server thread
+KEEPALIVE_SECONDS = 1.0  # polled streams: also how soon a closed browser tab frees its thread
+# Pushed streams: proxies drop a connection silent for a minute; the comment keeps it open.
+PUSH_KEEPALIVE_SECONDS = 15.0
 DEFAULT_WAIT_SECONDS = 25.0
 MAX_WAIT_SECONDS = 55.0
+# A pushed stream holds nothing while idle, so it may stay open long (the browser reconnects).
+PUSH_DEFAULT_WAIT_SECONDS = 600.0
+PUSH_MAX_WAIT_SECONDS = 3600.0
+READ_LIMIT = 500
 RETRY_MS = 1000
+
+
+def pushed() -> bool:
+    return getattr(settings, "COVEL_EVENT_STREAM", "push") != "poll"
 
 
 def format_event(*, seq: int, type: str, payload: Any) -> str:
@@ -72,7 +97,7 @@ def stream_events(
         time.sleep(POLL_SECONDS)
 
 
-def sse_response(stream: Iterator[str]) -> StreamingHttpResponse:
+def sse_response(stream: Iterator[str] | AsyncIterator[str]) -> StreamingHttpResponse:
     response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx must not buffer a live stream
@@ -80,8 +105,241 @@ def sse_response(stream: Iterator[str]) -> StreamingHttpResponse:
 
 
 def wait_seconds(request: HttpRequest) -> float:
+    default, most = (
+        (PUSH_DEFAULT_WAIT_SECONDS, PUSH_MAX_WAIT_SECONDS)
+        if pushed() and not isinstance(request, WSGIRequest)
+        else (DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS)
+    )
     try:
-        value = float(request.GET.get("wait", DEFAULT_WAIT_SECONDS))
+        value = float(request.GET.get("wait", default))
     except ValueError:
-        value = DEFAULT_WAIT_SECONDS
-    return max(0.0, min(value, MAX_WAIT_SECONDS))
+        value = default
+    return max(0.0, min(value, most))
+
+
+# ------------------------------------------------------------------ pushed streams
+
+Row = tuple[int, str, Any, bytes]  # seq, type, payload, the SSE frame
+
+
+def _rows(session_id: uuid.UUID, after: int) -> list[Row]:
+    # Formatted once here: a feed hands the same text to every stream of the session.
+    return [
+        (r.seq, r.type, r.payload, format_event(seq=r.seq, type=r.type, payload=r.payload).encode())
+        for r in events_after(session=session_id, after=after, limit=READ_LIMIT)
+    ]
+
+
+def _rows_then_close(session_id: uuid.UUID, after: int) -> list[Row]:
+    """One short read; the connection goes back (to the pool) before the stream waits again."""
+    try:
+        return _rows(session_id, after)
+    finally:
+        connections.close_all()
+
+
+# Not thread_sensitive: the read runs on the loop's shared executor, so no stream keeps a
+# thread of its own (and each read closes the connection it opened).
+_read_detached = sync_to_async(_rows_then_close, thread_sensitive=False)
+_read_in_caller = sync_to_async(_rows)
+
+
+def _in_server_request() -> bool:
+    # Django's ASGI handler opens a thread-sensitive context per request; the test client and
+    # management commands do not, and read on the caller's own thread and connection.
+    return SyncToAsync.thread_sensitive_context.get(None) is not None
+
+
+async def read_rows(session_id: uuid.UUID, after: int) -> list[Row]:
+    if _in_server_request():
+        return await _read_detached(session_id, after)
+    return await _read_in_caller(session_id, after)
+
+
+class _Follower:
+    """One stream's place in a feed: its cursor and the rows the feed handed it."""
+
+    def __init__(self, cursor: int) -> None:
+        self.cursor = cursor
+        self.pending: deque[Row] = deque()
+        self.woken = asyncio.Event()
+
+
+class _Feed:
+    """The streams of one session on one event loop: one subscription, one read per wake-up."""
+
+    feeds: dict[tuple[int, str], _Feed] = {}
+
+    def __init__(self, session_id: uuid.UUID, key: tuple[int, str]) -> None:
+        self.session_id = session_id
+        self.key = key
+        self.followers: set[_Follower] = set()
+        self.sub: notify.Subscription | None = None
+        self.ready = asyncio.Event()
+        self.task: asyncio.Task | None = None
+
+    @classmethod
+    async def join(cls, session_id: uuid.UUID, follower: _Follower) -> _Feed:
+        key = (id(asyncio.get_running_loop()), str(session_id))
+        feed = cls.feeds.get(key)
+        if feed is None:
+            feed = cls.feeds[key] = cls(session_id, key)
+            feed.task = asyncio.get_running_loop().create_task(feed._run())
+        feed.followers.add(follower)
+        await feed.ready.wait()
+        if feed.sub is None:  # the subscription failed; the stream falls back to its timeout
+            raise RuntimeError("the notification channel is not available")
+        return feed
+
+    def leave(self, follower: _Follower) -> None:
+        self.followers.discard(follower)
+        if not self.followers and self.feeds.get(self.key) is self:
+            del self.feeds[self.key]
+            if self.task is not None:
+                self.task.cancel()
+
+    async def _run(self) -> None:
+        try:
+            try:
+                self.sub = await notify.subscribe(notify.session_channel(self.session_id))
+            finally:
+                self.ready.set()
+            while True:
+                await self.sub.wait(None)
+                if self.followers:
+                    await self._deliver()
+        finally:
+            if self.sub is not None:
+                self.sub.close()
+            if self.feeds.get(self.key) is self:
+                del self.feeds[self.key]
+
+    async def _deliver(self) -> None:
+        after = min(f.cursor for f in self.followers)
+        while True:
+            rows = await read_rows(self.session_id, after)
+            for follower in list(self.followers):
+                mine = [row for row in rows if row[0] > follower.cursor]
+                if mine:
+                    follower.pending.extend(mine)
+                    follower.woken.set()
+            if len(rows) < READ_LIMIT:
+                return
+            after = rows[-1][0]
+
+
+def shed_request_thread() -> None:
+    """Give back the thread Django's sync middleware ran this request on.
+
+    Under ASGI every request has a one-thread executor for thread-sensitive code, kept until
+    the response ends; an open stream would keep that thread for hours. Its database
+    connection is closed first; a later thread-sensitive call simply starts a new executor."""
+    context = _thread_sensitive_context()
+    if context is None:
+        return
+    executor = SyncToAsync.context_to_thread_executor.pop(context, None)
+    if executor is not None:
+        executor.shutdown(wait=False)
+
+
+def _thread_sensitive_context() -> Any:
+    return SyncToAsync.thread_sensitive_context.get(None)
+
+
+async def stream_events_pushed(
+    *,
+    session_id: uuid.UUID,
+    after: int,
+    wait: float,
+    until: Callable[[dict[str, Any]], bool] | None = None,
+) -> AsyncIterator[str | bytes]:
+    """Events with seq > after; follows new ones for `wait` seconds, or until `until(event)`."""
+    # Here, not in the view: Django's middleware has finished with the response by now.
+    await prepare_stream()
+    yield f"retry: {RETRY_MS}\n\n"
+    deadline = time.monotonic() + wait
+    follower = _Follower(after)
+    feed: _Feed | None = None
+    try:
+        # Subscribed before the replay: a row committed from here on wakes the feed.
+        try:
+            feed = await _Feed.join(session_id, follower)
+        except Exception:
+            feed = None
+        replaying = True
+        while True:
+            if replaying:
+                rows = await read_rows(session_id, follower.cursor)
+                replaying = len(rows) == READ_LIMIT
+            else:
+                rows = list(follower.pending)
+                follower.pending.clear()
+            for seq, type, payload, frame in rows:
+                if seq <= follower.cursor:
+                    continue  # the feed and the replay both read it
+                follower.cursor = seq
+                yield frame
+                if until is not None and until({"type": type, "payload": payload}):
+                    return
+            if replaying or follower.pending:
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            timeout = min(PUSH_KEEPALIVE_SECONDS, remaining)
+            if feed is None:
+                # No notification channel: fall back to reading at every keep-alive.
+                await asyncio.sleep(min(timeout, 1.0))
+                replaying = True
+                continue
+            try:
+                # asyncio.timeout, not wait_for: no extra task per wake-up (1,000 streams).
+                async with asyncio.timeout(timeout):
+                    await follower.woken.wait()
+            except TimeoutError:
+                if time.monotonic() < deadline:
+                    yield ": keep-alive\n\n"
+                continue
+            follower.woken.clear()
+    finally:
+        if feed is not None:
+            feed.leave(follower)
+
+
+async def prepare_stream() -> None:
+    """As a pushed stream starts: no connection and no thread stay with the request."""
+    if _in_server_request():
+        await sync_to_async(connections.close_all)()
+        shed_request_thread()
+
+
+async def _polled(stream: Iterator[str]) -> AsyncIterator[str]:
+    """The old design under ASGI: each chunk on the request's own thread (and connection)."""
+    step = sync_to_async(next)
+    while True:
+        chunk = await step(stream, None)
+        if chunk is None:
+            return
+        yield chunk
+
+
+def stream_response(
+    *,
+    request: HttpRequest,
+    session_id: uuid.UUID,
+    after: int,
+    wait: float,
+    until: Callable[[dict[str, Any]], bool] | None = None,
+) -> StreamingHttpResponse:
+    """The SSE response of a session's events: pushed, or polled when settings say so.
+
+    Under WSGI (Django's test live server) there is no event loop to wait on, and WSGI would
+    buffer an async stream whole: such a request gets the polled stream, on its own thread."""
+    polled = stream_events(session_id=session_id, after=after, wait=wait, until=until)
+    if isinstance(request, WSGIRequest):
+        return sse_response(polled)
+    if not pushed():
+        return sse_response(_polled(polled))
+    return sse_response(
+        stream_events_pushed(session_id=session_id, after=after, wait=wait, until=until)
+    )

@@ -21,6 +21,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI") == "true"
 
+# Processes a test starts (servers, workers) run with DEBUG off too: they get the suite's key
+# (a signed-in cookie made here is valid there) and unhashed static files.
+os.environ.setdefault("SECRET_KEY", __import__("django.conf").conf.settings.SECRET_KEY)
+os.environ.setdefault("COVEL_STATIC_MANIFEST", "false")
+
 
 def require_service(name: str, url: str, default_port: int) -> None:
     """Skip when a service is missing on a laptop; fail in CI, where it must be there."""

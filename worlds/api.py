@@ -12,9 +12,9 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Body, Router
-from ninja.security import django_auth
 
 from catalogue.models import Package
+from core.auth import hub_auth
 from core.errors import Conflict, Forbidden, Invalid, NotAuthenticated, NotFound, issue, pointer
 from core.schemas import errors
 from worlds import selectors
@@ -112,7 +112,7 @@ def package_settings(
 
 @router.put(
     "/worlds/{world_id}/plugin-settings/{package_id}",
-    auth=django_auth,
+    auth=hub_auth,
     response={200: PackageSettingsOut, **errors(400, 401, 403, 404, 409, 422)},
 )
 def world_plugin_settings_put(
@@ -136,7 +136,7 @@ def world_plugin_settings_put(
 
 @router.put(
     "/sessions/{session_id}/plugin-settings/{package_id}",
-    auth=django_auth,
+    auth=hub_auth,
     response={200: PackageSettingsOut, **errors(400, 401, 403, 404, 422)},
 )
 def session_plugin_settings_put(

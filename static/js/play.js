@@ -104,8 +104,7 @@
     "settle-timeout": (p) => {
       if (state) state.textContent = `gave up waiting for ${p.pendingJobIds.length} background job(s) after ${p.waitedMs} ms`;
     },
-    // The jobs panel (an htmx fragment) reloads when a job is queued or changes state; while
-    // jobs are unfinished it also polls, which covers a stream that reconnects late.
+    // The jobs panel (an htmx fragment) reloads when a job is queued or changes state.
     "runtime.deferred": () => refreshJobs(),
     "job-status.updated": () => refreshJobs(),
     // A switch made elsewhere (another tab, the API, staff): show who the seat plays now.
@@ -248,6 +247,9 @@
         handle(data.payload || {});
       });
     }
+    // The jobs panel does not poll: job events on this stream refresh it, and so does every
+    // (re)connect, which covers whatever changed while the stream was away.
+    source.addEventListener("open", () => refreshJobs());
     root.dataset.connected = "true";
   }
 

@@ -72,7 +72,7 @@ def test_an_edited_approved_file_never_runs_and_the_package_waits_for_review(
     hub: Path, alice, bob, monkeypatch
 ):
     from pluginhost import services as host_services
-    from pluginhost.host import get_host
+    from pluginhost.pool import get_host
     from sessions.services import SessionProblem
 
     sync()

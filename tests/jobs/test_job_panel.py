@@ -32,14 +32,15 @@ def test_the_owner_and_staff_see_the_panel_with_the_right_buttons(
         assert f"/jobs/{running.job_id}/cancel/" in html
         assert f"/jobs/{failed.job_id}/retry/" in html
         assert f"/jobs/{done.job_id}/" not in html  # nothing to do with a succeeded job
-        assert 'hx-trigger="every 2s"' in html  # live while a job is unfinished
+        # Live while a job is unfinished, refreshed by the session's event stream, not a poll.
+        assert 'data-live="true"' in html and "hx-trigger" not in html
         assert "waits up to 60000 ms" in html
 
 
 def test_the_panel_stops_polling_when_every_job_finished(make_job, alice, play_session):
     force_state(make_job("noop"), S.SUCCEEDED)
     html = client_for(alice).get(f"/jobs/sessions/{play_session.pk}/panel/").content.decode()
-    assert "hx-trigger" not in html
+    assert "hx-trigger" not in html and "data-live" not in html
 
 
 def test_others_are_refused_and_anonymous_visitors_sent_to_log_in(make_job, charlie, play_session):

@@ -7,7 +7,7 @@ import json
 import pytest
 import test_play_support as support
 from django.test import Client
-from test_play_support import index_bundled, make_world
+from test_play_support import index_bundled, make_world, stream_text
 
 from sessions.models import PluginData, Session
 from sessions.services import session_create
@@ -189,7 +189,7 @@ def test_an_action_streams_its_events_when_asked(file_database, alice):
     )
     assert answer.status_code == 200
     assert answer["Content-Type"].startswith("text/event-stream")
-    text = b"".join(answer.streaming_content).decode()
+    text = stream_text(answer)
     kinds = [line[len("event: ") :] for line in text.splitlines() if line.startswith("event: ")]
     assert kinds[0] == "turn.started" and kinds[-1] == "turn.committed"
     assert "narrative" in kinds and "plugin-data.changed" in kinds

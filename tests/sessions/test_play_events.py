@@ -36,7 +36,7 @@ def read(client: Client, url: str, **headers) -> list[dict]:
     answer = client.get(url, **headers)
     assert answer.status_code == 200
     assert answer["Content-Type"].startswith("text/event-stream")
-    return parse(b"".join(answer.streaming_content).decode())
+    return parse(support.stream_text(answer))
 
 
 def test_a_reconnecting_client_gets_exactly_the_events_after_last_event_id(bundled_world, alice):

@@ -203,3 +203,18 @@ def run_in_thread(target: Any, *args: Any) -> tuple[threading.Thread, dict[str, 
     thread = threading.Thread(target=work)
     thread.start()
     return thread, outcome
+
+
+def stream_text(answer: Any) -> str:
+    """The whole body of a streaming response, sync or async (pushed streams are async)."""
+    content = answer.streaming_content
+    if hasattr(content, "__aiter__"):
+        from asgiref.sync import async_to_sync
+
+        async def collect() -> list[bytes]:
+            return [bytes(part) async for part in content]
+
+        parts = async_to_sync(collect)()
+    else:
+        parts = list(content)
+    return b"".join(parts).decode()
