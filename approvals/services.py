@@ -36,6 +36,13 @@ class ApprovalStateConflict(ApprovalError):
     status = 409
 
 
+class ApprovalCodeError(ApprovalError):
+    """The package's code does not load: approving it would approve something that cannot run."""
+
+    code = "approval_code_error"
+    status = 409
+
+
 class ApprovalNotFound(ApprovalError):
     code = "not_found"
     status = 404
@@ -199,11 +206,20 @@ def approval_decide(
     if actor is None or not getattr(actor, "is_staff", False):
         raise PermissionError("only staff may decide on approval requests")
     note = (note or "").strip()
+    if decision == Decision.ALLOW:
+        _check_code(request_id=request_id)
     with transaction.atomic():
         request = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
         if request is None:
             raise ApprovalNotFound(f"approval request {request_id} does not exist")
         _check_fresh(request=request)
+        if decision == Decision.ALLOW:
+            code = Package.objects.filter(package_id=request.package_key).first()
+            if code is not None and code.code_state == Package.CodeState.CODE_ERROR:
+                raise ApprovalCodeError(
+                    f"cannot approve {request.package_key}: its code does not load "
+                    f"({code.code_error}); fix the code, sync, then decide on the new request"
+                )
         allowed_from, new_state, action = _TRANSITIONS[decision]
         if request.state not in allowed_from:
             raise ApprovalStateConflict(
@@ -216,7 +232,31 @@ def approval_decide(
         request.note = note
         request.save(update_fields=["state", "decided_by", "decided_at", "note", "updated_at"])
         _journal(request=request, action=action, actor=actor, note=note)
+    _refresh_code(package_key=request.package_key)
     return request
+
+
+def _check_code(*, request_id: int) -> None:
+    """Make sure the package's code state is current before staff may approve it.
+
+    Unapproved code is only parsed here (catalogue.services.package_code_check), never run.
+    """
+    from catalogue.services import package_code_check
+
+    request = ApprovalRequest.objects.filter(pk=request_id).first()
+    package = Package.objects.filter(package_id=request.package_key).first() if request else None
+    if package is not None and not package.code_checked.startswith(f"{package.content_hash}:"):
+        package_code_check(package=package)
+
+
+def _refresh_code(*, package_key: str) -> None:
+    """After a decision: approved code is now imported for real; denied or revoked code is
+    back to the static check."""
+    from catalogue.services import package_code_check
+
+    package = Package.objects.filter(package_id=package_key).first()
+    if package is not None:
+        package_code_check(package=package)
 
 
 def _check_fresh(*, request: ApprovalRequest) -> None:

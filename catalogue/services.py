@@ -678,6 +678,8 @@ def _packages_sync(
             "state",
             "errors",
             "shadowed",
+            "trust",
+            "code_checked",
         ).annotate(
             # A row indexed before a column was added (body NULL) lacks data its hash cannot
             # tell: treat it as changed, once.
@@ -727,10 +729,13 @@ def _packages_sync(
             )
         )
 
+    checks: list[tuple[Package, Any]] = []  # (row, its Manifest or None) for the code check
     for package_id, path, source, content_hash, result, row in pending:
         if row is not None:
             summary.unchanged.append(package_id)
             kept.add(row.pk)
+            if row.state == Package.State.LOADED and row.code_checked != _code_key(row):
+                checks.append((row, None))
             if row.shadowed != shadowed.get(package_id, []):
                 Package.objects.filter(pk=row.pk).update(shadowed=shadowed.get(package_id, []))
             if row.state == Package.State.ERROR:
@@ -769,6 +774,9 @@ def _packages_sync(
             summary.invalid.append((package_id, package.errors))
         if package.trust == Package.Trust.COMMUNITY:
             _request_approval(package)
+        checks.append((package, result.manifest if result is not None else None))
+
+    _code_checks(checks)
 
     for package_id, ignored, kept_dir in summary.duplicates:
         summary.invalid.append(
@@ -794,6 +802,83 @@ def _packages_sync(
             log.exception("could not remove %s", ", ".join(summary.removed))
             summary.removed = []
     return summary
+
+
+def _code_may_run(package: Package) -> tuple[bool, str]:
+    """(may its code run, the approval state it was judged under)."""
+    if package.trust == Package.Trust.BUNDLED:
+        return True, "bundled"
+    from approvals.selectors import package_usability
+
+    usability = package_usability(package_id=package.package_id)
+    return usability.usable, usability.state
+
+
+def _code_key(package: Package) -> str:
+    return f"{package.content_hash}:{_code_may_run(package)[1]}"
+
+
+def package_code_check(*, package: Package, manifest: Any = None, host: Any = None) -> Package:
+    """Set the package's code state: does its code load?
+
+    Bundled and approved code is imported in a Node host (pluginhost.codecheck), so `loaded`
+    means loaded; community code not approved yet is only parsed, every file the entry and
+    the handlers reach (it never runs before staff approve it): `needs-approval` when that
+    passes, `code-error` with the message when it does not.
+    """
+    from pluginhost.codecheck import (
+        package_code_files,
+        package_code_static_check,
+        package_code_try_load,
+    )
+
+    state, error = Package.CodeState.NONE, ""
+    may_run, judged = _code_may_run(package)
+    if package.state == Package.State.LOADED:
+        if manifest is None:
+            manifest = _load(
+                Path(package.source_dir), package.host_version or settings.COVEL_HOST_VERSION
+            ).manifest
+        try:
+            if manifest is not None and package_code_files(manifest):
+                if may_run:
+                    verdict = package_code_try_load(manifest, host=host)
+                    state = Package.CodeState.LOADED if verdict.ok else Package.CodeState.CODE_ERROR
+                else:
+                    verdict = package_code_static_check(manifest)
+                    state = (
+                        Package.CodeState.NEEDS_APPROVAL
+                        if verdict.ok
+                        else Package.CodeState.CODE_ERROR
+                    )
+                if not verdict.ok:
+                    error = f"{verdict.message} [{verdict.code}]"
+        except Exception as exc:  # the check must never stop a sync
+            log.exception("the code check failed on %s", package.package_id)
+            state, error = Package.CodeState.CODE_ERROR, f"the code check failed: {exc}"
+    package.code_state, package.code_error = state, error
+    package.code_checked = f"{package.content_hash}:{judged}"
+    Package.objects.filter(pk=package.pk).update(
+        code_state=state, code_error=error, code_checked=package.code_checked
+    )
+    return package
+
+
+def _code_checks(checks: list[tuple[Package, Any]]) -> None:
+    """The code check of each indexed package, sharing one Node host for the real loads."""
+    if not checks:
+        return
+    from pluginhost.host import NodeHost
+
+    host = None
+    try:
+        for package, manifest in checks:
+            if package.trust == Package.Trust.BUNDLED and host is None:
+                host = NodeHost(grace=1.0)
+            package_code_check(package=package, manifest=manifest, host=host)
+    finally:
+        if host is not None:
+            host.stop()
 
 
 _SOURCE_WORDS = {
