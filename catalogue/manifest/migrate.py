@@ -365,8 +365,29 @@ class _Doc:
         return self.head + _dump(self.y, self.data) + self.tail
 
 
+def _is_link(root: Path, relative: str) -> bool:
+    """Whether the file or a folder between it and the package root is a symbolic link."""
+    current = root
+    for part in relative.split("/"):
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
+
+
 def _read_doc(root: Path, old_path: str, new_path: str, plan: Plan) -> _Doc | None:
     full = root / old_path
+    if _is_link(root, old_path):
+        plan.refusals.append(
+            Issue(
+                old_path,
+                "",
+                REFUSED,
+                f"{old_path} is (or lies under) a symbolic link; the migration never reads or "
+                "writes through links [symlink]",
+            )
+        )
+        return None
     try:
         raw_bytes = full.read_bytes()
     except OSError as exc:
@@ -865,6 +886,11 @@ def _locale_changes(
     for locale in sorted(translations):
         relative = f"{LOCALES_DIR}/{locale}.yaml"
         full = plan.root / relative
+        if _is_link(plan.root, relative):
+            plan.refusals.append(
+                Issue(relative, "", REFUSED, f"{relative} is a symbolic link [symlink]")
+            )
+            continue
         y = _yaml(style)
         if full.exists():
             old_text = full.read_text(encoding="utf-8")
@@ -1077,7 +1103,9 @@ def _judge(plan: Plan, host_version: str) -> LoadResult:
     """
     with tempfile.TemporaryDirectory(prefix="covel-migrate-") as scratch:
         copy = Path(scratch) / plan.root.name
-        shutil.copytree(plan.root, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        shutil.copytree(
+            plan.root, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "node_modules")
+        )
         for change in plan.changes:
             if change.old_path and change.old_path != change.new_path:
                 (copy / change.old_path).unlink()

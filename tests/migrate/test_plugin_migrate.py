@@ -251,3 +251,34 @@ def test_command_bad_arguments_exit_2(tmp_path):
     with pytest.raises(CommandError) as raised:
         call_command("plugin_migrate", str(tmp_path / "missing"))
     assert raised.value.returncode == 2
+
+
+def test_a_symlinked_manifest_is_refused_and_nothing_is_read_through_it(tmp_path):
+    outside = tmp_path / "secret.md"
+    outside.write_text("---\ntype: agent\nsecret: hunter2\n---\n")
+    root = tmp_path / "linky"
+    _write(root, "PLUGIN.md", "---\nid: linky\ntype: plugin\ndescription: A package.\n---\n")
+    (root / "runtimes" / "a").mkdir(parents=True)
+    (root / "runtimes" / "a" / "PLUGIN.md").symlink_to(outside)
+    plan = migrate_plan(root)
+    assert not plan.changes
+    (issue,) = plan.refusals
+    assert issue.file == "runtimes/a/PLUGIN.md" and "[symlink]" in issue.message
+    assert "hunter2" not in plan.diff()
+
+
+def test_a_package_still_invalid_after_migration_is_written_and_exits_1(tmp_path):
+    root = tmp_path / "halfway"
+    _write(
+        root,
+        "PLUGIN.md",
+        "---\nid: halfway\ntype: plugin\ndescription: A package.\ncontributes:\n  events:\n"
+        "    - topic: a.b\n      schema: ./missing.json\n      description: An event.\n---\n",
+    )
+    out = StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command("plugin_migrate", str(root), stdout=out)
+    assert raised.value.returncode == 1
+    assert "does not pass validation" in out.getvalue()
+    assert "missing.json" in out.getvalue()
+    assert "kind: plugin" in (root / "PLUGIN.md").read_text()  # the format part is done
