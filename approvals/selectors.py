@@ -158,6 +158,12 @@ def approval_view(*, request: ApprovalRequest) -> dict[str, Any]:
         "diff": diff(request.permissions, request.baseline_permissions),
         "has_baseline": request.baseline_permissions is not None,
         "is_current": approval_is_current(request=request),
+        # Staff cannot approve code that does not load (approval_decide refuses it).
+        "code_error": Package.objects.filter(
+            package_id=request.package_key, code_state=Package.CodeState.CODE_ERROR
+        )
+        .values_list("code_error", flat=True)
+        .first(),
     }
 
 

@@ -152,3 +152,18 @@ def test_the_approval_api_answers_409_for_code_that_does_not_load(folders, bob, 
     )
     assert answer.status_code == 409, answer.content
     assert answer.json()["code"] == "approval_code_error"
+
+
+def test_the_approval_page_shows_the_code_error_instead_of_the_approve_button(folders, bob, client):
+    _, user = folders
+    write(user, "missing", 'import { nope } from "./nope.js";\nexport default () => nope();\n')
+    write(user, "careful", GOOD, {"server/helper.js": HELPER})
+    sync()
+    client.force_login(bob)
+    broken = approval_current(package_key="missing")
+    page = client.get(f"/approvals/{broken.pk}/").content.decode()
+    assert "Cannot be approved: its code does not load." in page and "./nope.js" in page
+    assert 'value="allow"' not in page and 'value="deny"' in page
+    good = approval_current(package_key="careful")
+    page = client.get(f"/approvals/{good.pk}/").content.decode()
+    assert 'value="allow"' in page and "Cannot be approved" not in page
