@@ -16,7 +16,7 @@ from approvals.schemas import (
     DecisionIn,
     ErrorOut,
 )
-from approvals.selectors import approval_get, approval_list, approval_view
+from approvals.selectors import approval_get, approval_list, approval_view, approval_views
 from approvals.services import ApprovalError, approval_decide
 
 router = Router(tags=["approvals"], auth=django_auth)
@@ -39,14 +39,17 @@ def _journal_out(entry: JournalEntry) -> dict[str, Any]:
     }
 
 
-def _out(item: ApprovalRequest, *, journal: bool = False) -> dict[str, Any]:
-    view = approval_view(request=item)
+def _out(
+    item: ApprovalRequest, *, journal: bool = False, view: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    view = view or approval_view(request=item)
     data: dict[str, Any] = {
         "id": item.pk,
         "package_id": item.package_key,
         "version": item.version,
         "state": item.state,
         "is_current": view["is_current"],
+        "code_error": view["code_error"],
         "content_hash": item.content_hash,
         "permissions": item.permissions,
         "permissions_hash": item.permissions_hash,
@@ -71,7 +74,8 @@ def list_approvals(request: HttpRequest, filters: Query[ApprovalFilter]) -> Any:
         return Status(403, NOT_STAFF)
     requests = approval_list(state=filters.state)
     page = requests[filters.offset : filters.offset + filters.limit]
-    return Status(200, {"count": requests.count(), "items": [_out(item) for item in page]})
+    items = [_out(v["request"], view=v) for v in approval_views(requests=page)]
+    return Status(200, {"count": requests.count(), "items": items})
 
 
 @router.get(

@@ -152,6 +152,9 @@ def test_the_approval_api_answers_409_for_code_that_does_not_load(folders, bob, 
     )
     assert answer.status_code == 409, answer.content
     assert answer.json()["code"] == "approval_code_error"
+    listed = client.get("/api/approvals").json()["items"]
+    assert "./nope.js" in listed[0]["code_error"]
+    assert "./nope.js" in client.get(f"/api/approvals/{request.pk}").json()["code_error"]
 
 
 def test_the_approval_page_shows_the_code_error_instead_of_the_approve_button(folders, bob, client):
