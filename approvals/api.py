@@ -14,7 +14,7 @@ from approvals.schemas import (
     ApprovalPageOut,
     DecisionIn,
 )
-from approvals.selectors import approval_get, approval_list, approval_view
+from approvals.selectors import approval_get, approval_list, approval_view, approval_views
 from approvals.services import approval_decide
 from core.auth import hub_auth
 from core.errors import Forbidden, NotFound
@@ -43,14 +43,17 @@ def _journal_out(entry: JournalEntry) -> dict[str, Any]:
     }
 
 
-def _out(item: ApprovalRequest, *, journal: bool = False) -> dict[str, Any]:
-    view = approval_view(request=item)
+def _out(
+    item: ApprovalRequest, *, journal: bool = False, view: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    view = view or approval_view(request=item)
     data: dict[str, Any] = {
         "id": item.pk,
         "package_id": item.package_key,
         "version": item.version,
         "state": item.state,
         "is_current": view["is_current"],
+        "code_error": view["code_error"],
         "content_hash": item.content_hash,
         "permissions": item.permissions,
         "permissions_hash": item.permissions_hash,
@@ -75,7 +78,7 @@ def list_approvals(request: HttpRequest, filters: Query[ApprovalFilter]) -> Any:
     requests = approval_list(state=filters.state)
     rows = requests[filters.offset : filters.offset + filters.limit]
     return page(
-        [_out(item) for item in rows],
+        [_out(v["request"], view=v) for v in approval_views(requests=rows)],
         count=requests.count(),
         limit=filters.limit,
         offset=filters.offset,

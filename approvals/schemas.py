@@ -36,6 +36,11 @@ class ApprovalOut(Schema):
     version: str
     state: str
     is_current: bool
+    code_error: str | None = Field(
+        None,
+        description="The package's code error when its code does not load; such a request "
+        "cannot be approved (409 approval_code_error).",
+    )
     content_hash: str
     permissions: dict[str, Any]
     permissions_hash: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,15 +155,40 @@ def approval_is_current(*, request: ApprovalRequest) -> bool:
     return newest_id == request.pk
 
 
-def approval_view(*, request: ApprovalRequest) -> dict[str, Any]:
-    """Everything a page or API response shows about one request."""
+def approval_view(
+    *, request: ApprovalRequest, code_errors: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Everything a page or API response shows about one request.
+
+    code_errors: package id -> code error, already fetched for a list (approval_views);
+    without it the package's code state is read here.
+    """
+    if code_errors is None:
+        code_errors = _code_errors([request.package_key])
     return {
         "request": request,
         "asks": describe(request.permissions),
         "diff": diff(request.permissions, request.baseline_permissions),
         "has_baseline": request.baseline_permissions is not None,
         "is_current": approval_is_current(request=request),
+        # Staff cannot approve code that does not load (approval_decide refuses it).
+        "code_error": code_errors.get(request.package_key),
     }
+
+
+def approval_views(*, requests: Iterable[ApprovalRequest]) -> list[dict[str, Any]]:
+    """approval_view for a list, with the code states in one query."""
+    requests = list(requests)
+    errors = _code_errors([r.package_key for r in requests])
+    return [approval_view(request=r, code_errors=errors) for r in requests]
+
+
+def _code_errors(package_ids: list[str]) -> dict[str, str]:
+    return dict(
+        Package.objects.filter(
+            package_id__in=package_ids, code_state=Package.CodeState.CODE_ERROR
+        ).values_list("package_id", "code_error")
+    )
 
 
 def package_approval_panel(*, package: Package) -> dict[str, Any]:

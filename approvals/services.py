@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
 from approvals.permissions import compute_permission_set, is_empty, is_within, permission_hash
@@ -30,6 +32,13 @@ class ApprovalScopeChanged(ApprovalError):
 
 class ApprovalStateConflict(ApprovalError):
     code = "approval_state_conflict"
+    status = 409
+
+
+class ApprovalCodeError(ApprovalError):
+    """The package's code does not load: approving it would approve something that cannot run."""
+
+    code = "approval_code_error"
     status = 409
 
 
@@ -196,11 +205,20 @@ def approval_decide(
     if actor is None or not getattr(actor, "is_staff", False):
         raise PermissionError("only staff may decide on approval requests")
     note = (note or "").strip()
+    if decision == Decision.ALLOW:
+        _check_code(request_id=request_id)
     with transaction.atomic():
         request = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
         if request is None:
             raise ApprovalNotFound(f"approval request {request_id} does not exist")
         _check_fresh(request=request)
+        if decision == Decision.ALLOW:
+            code = Package.objects.filter(package_id=request.package_key).first()
+            if code is not None and code.code_state == Package.CodeState.CODE_ERROR:
+                raise ApprovalCodeError(
+                    f"cannot approve {request.package_key}: its code does not load "
+                    f"({code.code_error}); fix the code, sync, then decide on the new request"
+                )
         allowed_from, new_state, action = _TRANSITIONS[decision]
         if request.state not in allowed_from:
             raise ApprovalStateConflict(
@@ -213,7 +231,35 @@ def approval_decide(
         request.note = note
         request.save(update_fields=["state", "decided_by", "decided_at", "note", "updated_at"])
         _journal(request=request, action=action, actor=actor, note=note)
+    _refresh_code(package_key=request.package_key)
     return request
+
+
+def _package_code_check(package: Package) -> None:
+    # The plugin host sits above approvals (it asks what may run), so the check is reached
+    # through the same settings hook the catalogue's sync uses.
+    path = getattr(settings, "COVEL_PACKAGE_CODE_CHECKS", "")
+    if path:
+        import_string(path)([(package, None)], force=True)
+
+
+def _check_code(*, request_id: int) -> None:
+    """Make sure the package's code state is current before staff may approve it.
+
+    Unapproved code is only parsed here (pluginhost.codecheck), never run.
+    """
+    request = ApprovalRequest.objects.filter(pk=request_id).first()
+    package = Package.objects.filter(package_id=request.package_key).first() if request else None
+    if package is not None and not package.code_checked.startswith(f"{package.content_hash}:"):
+        _package_code_check(package)
+
+
+def _refresh_code(*, package_key: str) -> None:
+    """After a decision: approved code is now imported for real; denied or revoked code is
+    back to the static check."""
+    package = Package.objects.filter(package_id=package_key).first()
+    if package is not None:
+        _package_code_check(package)
 
 
 def _check_fresh(*, request: ApprovalRequest) -> None:

@@ -12,7 +12,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from approvals.models import ApprovalRequest
-from approvals.selectors import approval_get, approval_journal, approval_list, approval_view
+from approvals.selectors import (
+    approval_get,
+    approval_journal,
+    approval_list,
+    approval_view,
+    approval_views,
+)
 from approvals.services import ApprovalError, approval_decide
 
 
@@ -30,7 +36,7 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
     if state not in (None, *ApprovalRequest.State.values):
         state = None
     requests = list(approval_list(state=state))
-    views = [approval_view(request=item) for item in requests]
+    views = approval_views(requests=requests)
     pending = [v for v in views if v["request"].state == ApprovalRequest.State.PENDING]
     history = [v for v in views if v["request"].state != ApprovalRequest.State.PENDING]
     return render(

@@ -70,6 +70,12 @@ class PackageItemOut(Schema):
     source: str
     trust: str
     state: str
+    codeState: str = Field(
+        description="Whether its code loads: loaded (imported in the host), code-error (see "
+        "codeError), needs-approval (community code, checked without running it), or empty "
+        "when the package has no code."
+    )
+    codeError: str = Field(description="The host's message when codeState is code-error.")
     tags: list[str]
     author: AuthorBriefOut | None
     provides: list[ProvidedOut]

@@ -29,6 +29,14 @@ class Package(models.Model):
         LOADED = "loaded", "Loaded"
         ERROR = "error", "Error"
 
+    class CodeState(models.TextChoices):
+        """Whether the package's code (entry, handlers, guards) loads; "" = it has none."""
+
+        NONE = "", "No code"
+        LOADED = "loaded", "Code loads"
+        CODE_ERROR = "code-error", "Code error"
+        NEEDS_APPROVAL = "needs-approval", "Needs approval"
+
     class Source(models.TextChoices):
         BUNDLED = "bundled", "Bundled"
         USER = "user", "User folder"
@@ -70,6 +78,15 @@ class Package(models.Model):
     name_key = models.CharField(max_length=300, blank=True, db_index=True)
     # Folders that declared the same package id but lost to this one (see docs/catalogue.md).
     shadowed = models.JSONField(default=list)
+    # The code check after sync (pluginhost.codecheck.package_code_check): bundled and approved
+    # code is imported in a Node host, unapproved community code only parsed (never run).
+    code_state = models.CharField(
+        max_length=20, choices=CodeState.choices, default=CodeState.NONE, blank=True
+    )
+    code_error = models.TextField(blank=True)
+    # The content hash (and trust) the code state was computed for; another value means the
+    # next sync checks again (a row indexed before the check existed, or a new approval).
+    code_checked = models.CharField(max_length=100, blank=True)
     # When the package's content last changed (updated_at also moves on bookkeeping writes).
     indexed_at = models.DateTimeField(null=True, blank=True, db_index=True)
 

@@ -258,6 +258,8 @@ def package_summary(package: Package) -> dict[str, Any]:
         "source": package.source,
         "trust": package.trust,
         "state": package.state,
+        "codeState": package.code_state,
+        "codeError": package.code_error,
         "tags": [t.tag for t in package.tags.all()],
         "author": {"name": package.author_name, "url": package.author_url or None}
         if package.author_name

@@ -685,6 +685,8 @@ def _packages_sync(
             "state",
             "errors",
             "shadowed",
+            "trust",
+            "code_checked",
         ).annotate(
             # A row indexed before a column was added (body NULL) lacks data its hash cannot
             # tell: treat it as changed, once.
@@ -693,6 +695,8 @@ def _packages_sync(
     }
     summary = SyncSummary()
     claimed: dict[str, Path] = {}
+    sources: dict[str, str] = {}  # folder -> Package.Source, for the shadowing note
+    versions: dict[str, str] = {}  # folder of an ignored copy -> the version it declares
     kept: set[int] = set()
     pending: list[tuple[str, Path, str, str, LoadResult | None, Package | None]] = []
 
@@ -712,22 +716,28 @@ def _packages_sync(
         )
         result = None if unchanged else _load(path, host_version)
         package_id = row.package_id if unchanged else package_id_of(result)
+        sources[str(path)] = source
         if package_id in claimed:
             summary.duplicates.append((package_id, str(path), str(claimed[package_id])))
+            versions[str(path)] = _declared_version(result)
             continue
         claimed[package_id] = path
         pending.append((package_id, path, source, content_hash, result, row if unchanged else None))
 
     shadowed: dict[str, list[dict[str, str]]] = {}
-    for package_id, ignored, _kept in summary.duplicates:
+    for package_id, ignored, kept_dir in summary.duplicates:
         shadowed.setdefault(package_id, []).append(
-            {
-                "path": ignored,
-                "message": f"another folder also declares {package_id}; it is ignored",
-            }
+            shadow_note(
+                package_id,
+                ignored=ignored,
+                ignored_source=sources[ignored],
+                ignored_version=versions.get(ignored, ""),
+                kept_source=sources[kept_dir],
+            )
         )
 
     scopes = _approval_scope_hashes()
+    checks: list[tuple[Package, Any]] = []  # (row, its Manifest or None) for the code check
     for package_id, path, source, content_hash, result, row in pending:
         if row is not None:
             summary.unchanged.append(package_id)
@@ -741,6 +751,8 @@ def _packages_sync(
                         _request_approval(Package.objects.get(pk=row.pk))
                 except Exception:
                     log.exception("could not request approval for %s", package_id)
+            if row.state == Package.State.LOADED:
+                checks.append((row, None))  # the check skips a row whose verdict is current
             if row.shadowed != shadowed.get(package_id, []):
                 Package.objects.filter(pk=row.pk).update(shadowed=shadowed.get(package_id, []))
             if row.state == Package.State.ERROR:
@@ -781,6 +793,9 @@ def _packages_sync(
         summary.indexed.append(package_id)
         if package.state == Package.State.ERROR:
             summary.invalid.append((package_id, package.errors))
+        checks.append((package, result.manifest if result is not None else None))
+
+    _code_checks(checks)
 
     for package_id, ignored, kept_dir in summary.duplicates:
         summary.invalid.append(
@@ -806,6 +821,58 @@ def _packages_sync(
             log.exception("could not remove %s", ", ".join(summary.removed))
             summary.removed = []
     return summary
+
+
+def _code_checks(checks: list[tuple[Package, Any]]) -> None:
+    """Does each indexed package's code load? The plugin host sits above the catalogue, so the
+    sync reaches its check through a dotted path in settings (COVEL_PACKAGE_CODE_CHECKS)."""
+    path = getattr(settings, "COVEL_PACKAGE_CODE_CHECKS", "")
+    if checks and path:
+        import_string(path)(checks)
+
+
+_SOURCE_WORDS = {
+    Package.Source.BUNDLED: "bundled with the hub",
+    Package.Source.USER: "in the user folder",
+    Package.Source.COMMUNITY: "in a community folder",
+}
+
+
+def _declared_version(result: LoadResult | None) -> str:
+    raw = result.raw if result is not None else None
+    version = raw.get("version") if isinstance(raw, Mapping) else None
+    return version if isinstance(version, str) else ""
+
+
+def shadow_note(
+    package_id: str, *, ignored: str, ignored_source: str, ignored_version: str, kept_source: str
+) -> dict[str, str]:
+    """Which copy of a duplicated id won and why, as the winner's card shows it.
+
+    The user's real Covel `affinity` beside our bundled `affinity` is the case that matters:
+    the player must see that their copy is not the one running, and why.
+    """
+    kept_words = _SOURCE_WORDS.get(kept_source, kept_source)
+    ignored_words = _SOURCE_WORDS.get(ignored_source, ignored_source)
+    if kept_source == ignored_source:
+        reason = "community folders are read in their configured order and the first one wins"
+    else:
+        reason = (
+            "bundled packages come first, then the user folder, then community folders, "
+            "so community code never replaces a trusted package"
+        )
+    version = f" (version {ignored_version})" if ignored_version else ""
+    return {
+        "path": ignored,
+        "source": ignored_source,
+        "version": ignored_version,
+        "winner": kept_source,
+        "reason": reason,
+        "message": (
+            f"another copy of {package_id}{version} {ignored_words} is ignored: this copy, "
+            f"{kept_words}, is the one used, because {reason}"
+        ),
+    }
 
 
 def errors_as_text(errors: list[Mapping[str, str]]) -> list[str]:

@@ -237,6 +237,7 @@ def resolve(
                     continue
                 if chosen is None:
                     tail = f" (installed but unavailable: {'; '.join(refused)})" if refused else ""
+                    tail += _other_majors(contract, providers_of)
                     failures.append(
                         Outcome(
                             pid,
@@ -354,3 +355,17 @@ def _first_conflict(
     pairs.sort()
     _, _, loser, winner, contract = pairs[0]
     return loser, winner, contract
+
+
+def _other_majors(contract: str, providers_of: Mapping[str, list[str]]) -> str:
+    """Installed providers of another major of contract: '; installed: narrative-engine@2 (narrator)'.
+
+    Real Covel packages require majors the hub may not bundle (narrative-engine@1 where the
+    hub has @2): naming the other major tells the player it is a version gap, not a typo.
+    """
+    name = contract.rpartition("@")[0]
+    others = sorted(c for c in providers_of if c != contract and c.rpartition("@")[0] == name)
+    if not name or not others:
+        return ""
+    listing = "; ".join(f"{c} from {', '.join(providers_of[c])}" for c in others)
+    return f"; another major is installed: {listing}, a different contract"

@@ -261,6 +261,14 @@ class _Loader:
                     at = f"{where}/{key}"
                     if key == "trigger" and value == "scheduled":
                         marks.append((file, at, "trigger: scheduled (now schedule.stage)"))
+                    elif (
+                        key == "trigger"
+                        and isinstance(value, dict)
+                        and value.get("type") == "scheduled"
+                    ):
+                        marks.append(
+                            (file, f"{at}/type", "trigger.type: scheduled (now an auto trigger)")
+                        )
                     elif key == "agent" and isinstance(value, dict):
                         if "llm" in value:
                             marks.append(
@@ -282,6 +290,22 @@ class _Loader:
                 for i, item in enumerate(data):
                     scan(item, file, f"{where}/{i}")
 
+        def runtime_marks(data: Any, file: str, base: str) -> None:
+            if not isinstance(data, dict):
+                return
+            if data.get("type") in ("agent", "function"):
+                marks.append(
+                    (file, f"{base}/type", f"a runtime type: {data['type']} (now implied)")
+                )
+            schedule = data.get("schedule")
+            if isinstance(schedule, dict):
+                for key, what in (
+                    ("completion", "schedule.completion (now schedule.detached)"),
+                    ("manual", "schedule.manual (now schedule.background)"),
+                ):
+                    if key in schedule:
+                        marks.append((file, f"{base}/schedule/{key}", what))
+
         data = self.ctx.data
         for key, what in (
             ("type", "a top-level type: (now kind)"),
@@ -290,6 +314,11 @@ class _Loader:
             if key in data:
                 marks.append((PLUGIN_FILE, f"/{key}", what))
         scan(data, PLUGIN_FILE, "")
+        runtime_marks(data.get("runtime"), PLUGIN_FILE, "/runtime")
+        for rt in self.ctx.runtimes:
+            if rt.file != PLUGIN_FILE:
+                runtime_marks(rt.data, rt.file, "")
+                scan(rt.data, rt.file, "")
         runtimes_dir = self.root / RUNTIMES_DIR
         if runtimes_dir.is_dir():
             for child in sorted(runtimes_dir.iterdir()):
@@ -310,7 +339,7 @@ class _Loader:
             "older-format",
             "this package is written in Covel's previous manifest format ("
             + "; ".join(what for _, _, what in marks)
-            + "); rewrite it in the current format of the manifest reference",
+            + "); `manage.py plugin_migrate PATH` rewrites it in the current format",
         )
 
     def collect_runtimes(self, parsed: Parsed | None) -> None:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 ENTRY = "export default function register(covel) {}\n"
 # The weather fixture's entry module, byte for byte.
-WEATHER_ENTRY = "export default function register(covel) { covel.registerTool('forecast'); }\n"
+WEATHER_ENTRY = "export default function register(covel) { /* forecast */ }\n"
 
 
 def client_for(user=None, *, csrf: bool = False) -> Client:

@@ -159,9 +159,7 @@ def test_the_package_panel_shows_state_asks_diff_and_journal(synced, weather, bo
                 ]
             },
         },
-        files={
-            "server/index.js": "export default function register(covel) { covel.registerTool('forecast'); }\n"
-        },
+        files={"server/index.js": "export default function register(covel) { /* forecast */ }\n"},
     )
     html = render_panel(package, alice)
     assert "Not usable" in html and "waits for a staff member" in html

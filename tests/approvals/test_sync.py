@@ -13,7 +13,7 @@ from approvals.services import approval_decide, approval_request_sync
 
 pytestmark = pytest.mark.django_db
 
-ENTRY = "export default function register(covel) { covel.registerTool('forecast'); }\n"
+ENTRY = "export default function register(covel) { /* forecast */ }\n"
 GRANT = {"origin": "https://api.weather.example"}
 
 

@@ -215,3 +215,22 @@ def test_bundled_packages_resolve(bundled):
     assert "narrator" in result.active
     assert result.providers["narrative-engine@2"] == ("narrator",)
     assert set(result.active) == {"narrator", "notebook", "affinity", "inventory", "chronicle"}
+
+
+def test_a_missing_contract_names_the_installed_provider_of_another_major(pkg):
+    # A real Covel package requires narrative-engine@1; the hub bundles narrative-engine@2.
+    narrator = pkg("narrator", provides=[{"contract": "narrative-engine@2", "default": True}])
+    tracker = pkg("tracker", requires=["narrative-engine@1"])
+    result = run([narrator, tracker], ["tracker"])
+    assert code(result, "tracker") == "missing-provider"
+    message = result.verdict("tracker").message  # type: ignore[union-attr]
+    assert "requires narrative-engine@1" in message
+    assert "another major is installed: narrative-engine@2 from narrator" in message
+
+
+def test_a_missing_contract_with_no_other_major_says_only_what_is_missing(pkg):
+    narrator = pkg("narrator", provides=["narrative-engine@2"])
+    mapper = pkg("mapper", requires=["world-ir-provider@1"])
+    result = run([narrator, mapper], ["mapper"])
+    message = result.verdict("mapper").message  # type: ignore[union-attr]
+    assert "world-ir-provider@1" in message and "another major" not in message

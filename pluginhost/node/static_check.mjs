@@ -1,0 +1,137 @@
+// Static import check of a package's code: parse every module the entry and the handlers reach,
+// and resolve each static import by the host's rules (resolver.mjs), without running anything.
+// Used for community code that staff have not approved yet, which must never run.
+//
+// stdin: {"root": "/abs/package", "files": ["server/index.js", "runtimes/a/handler.ts", ...]}
+// stdout: {"ok": bool, "files": [...checked], "errors": [{"code", "file", "line", "message"}]}
+//
+// Parsing is vm.SourceTextModule (needs --experimental-vm-modules): constructing one parses the
+// module and lists its static import specifiers; it is never linked or evaluated. TypeScript is
+// stripped first (module.stripTypeScriptTypes keeps every position). A syntax error's line comes
+// from `node --check` on the same text, which parses and runs nothing either. import() with a
+// computed specifier cannot be known statically; the real load checks it once approved.
+import { spawnSync } from "node:child_process";
+import { builtinModules, stripTypeScriptTypes } from "node:module";
+import { readFileSync, realpathSync, statSync } from "node:fs";
+import path from "node:path";
+import vm from "node:vm";
+import { ALLOWED_BUILTINS, isInside } from "./resolver.mjs";
+
+const ALLOWED = new Set(ALLOWED_BUILTINS);
+const BUILTINS = new Set(builtinModules);
+const TS_TWINS = { ".js": [".ts"], ".mjs": [".mts"], "": [".ts", ".mts", ".js", ".mjs"] };
+const MAX_FILES = 500;
+
+function isFile(file) {
+  try {
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function existingTarget(file) {
+  if (isFile(file)) return file;
+  const ext = path.extname(file);
+  const twins = TS_TWINS[ext] ?? (ext ? null : TS_TWINS[""]);
+  if (!twins) return null;
+  const stem = ext === ".js" || ext === ".mjs" ? file.slice(0, -ext.length) : file;
+  for (const twin of twins) if (isFile(stem + twin)) return stem + twin;
+  return null;
+}
+
+function syntaxLine(code) {
+  const check = spawnSync(process.execPath, ["--check", "--input-type=module", "-"], {
+    input: code,
+    encoding: "utf8",
+    timeout: 10000,
+  });
+  const match = /^\[stdin\]:(\d+)/m.exec(check.stderr || "");
+  return match ? Number(match[1]) : null;
+}
+
+function main() {
+  const request = JSON.parse(readFileSync(0, "utf8"));
+  const root = realpathSync(request.root);
+  const errors = [];
+  const seen = new Set();
+  const queue = [];
+  for (const file of request.files) {
+    const full = path.resolve(root, file);
+    if (!isInside(root, full) || !isFile(full)) {
+      errors.push({ code: "module_not_found", file, line: null, message: `${file}: no such file in the package` });
+      continue;
+    }
+    queue.push(realpathSync(full));
+  }
+  while (queue.length && seen.size < MAX_FILES) {
+    const file = queue.shift();
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const rel = path.relative(root, file);
+    let code = readFileSync(file, "utf8");
+    if (/\.m?ts$/.test(file)) {
+      try {
+        code = stripTypeScriptTypes(code);
+      } catch (error) {
+        errors.push({ code: "module_syntax_error", file: rel, line: null, message: `${rel}: ${error.message}` });
+        continue;
+      }
+    }
+    let specifiers;
+    try {
+      specifiers = new vm.SourceTextModule(code, { identifier: rel }).dependencySpecifiers;
+    } catch (error) {
+      const line = syntaxLine(code);
+      const where = line ? `${rel}:${line}` : rel;
+      errors.push({ code: "module_syntax_error", file: rel, line, message: `${where}: ${error.name}: ${error.message}` });
+      continue;
+    }
+    for (const specifier of specifiers) {
+      const problem = check(specifier, file, root, rel, queue);
+      if (problem) errors.push(problem);
+    }
+  }
+  process.stdout.write(JSON.stringify({ ok: errors.length === 0, files: [...seen].map((f) => path.relative(root, f)), errors }));
+}
+
+function check(specifier, file, root, rel, queue) {
+  const refused = (reason) => ({
+    code: "plugin_import_refused",
+    file: rel,
+    line: null,
+    message: `import "${specifier}" from ${rel} is refused: ${reason}`,
+  });
+  if (specifier === "@covel/plugin-handlers-utils" || specifier === "zod" || specifier.startsWith("zod/")) return null;
+  const bare = specifier.startsWith("node:") ? specifier.slice(5) : specifier;
+  if (specifier.startsWith("node:") || BUILTINS.has(bare)) {
+    if (ALLOWED.has(bare)) return null;
+    return refused(`the Node.js built-in "${bare}" reaches outside the plugin host; plugins may import only ${ALLOWED_BUILTINS.join(", ")}`);
+  }
+  if (!specifier.startsWith("./") && !specifier.startsWith("../")) {
+    if (specifier.startsWith("/") || specifier.startsWith("file:")) {
+      return refused("absolute paths are not allowed; import package files by relative path");
+    }
+    return refused("only @covel/plugin-handlers-utils, zod, the pure Node.js built-ins and files inside the package can be imported; bundle other dependencies into the plugin");
+  }
+  const lexical = existingTarget(path.resolve(path.dirname(file), specifier));
+  let real = lexical;
+  if (lexical) {
+    try {
+      real = realpathSync(lexical);
+    } catch {
+      real = lexical;
+    }
+  }
+  if (real && !isInside(root, real)) return refused("it resolves outside the package folder");
+  if (!real && !isInside(root, path.resolve(path.dirname(file), specifier))) {
+    return refused("it resolves outside the package folder");
+  }
+  if (!real) {
+    return { code: "module_not_found", file: rel, line: null, message: `import "${specifier}" from ${rel}: no such file in the package` };
+  }
+  queue.push(real);
+  return null;
+}
+
+main();

@@ -1,0 +1,3 @@
+export function normaliseTitle(title: string): string {
+  return title.trim().slice(0, 80);
+}

@@ -1,0 +1,3 @@
+export default async function tally() {
+  return { open: 0 };
+}
