@@ -3,6 +3,10 @@ from django.urls import include, path
 
 from config.api import api
 
+# The admin speaks of the hub, not of Django.
+admin.site.site_header = "Covel Hub administration"
+admin.site.site_title = "Covel Hub admin"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
