@@ -41,3 +41,11 @@ def needs_model_slot(result: Any) -> str:
         return ""
     match = _SLOT_IN_REASON.search(str(result.get("reason", "")))
     return match.group(1) if match else "?"
+
+
+@register.filter
+def plain_number(value: Any) -> Any:
+    """2.0 → 2 (integer ranges print as integers); anything else unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

@@ -21,4 +21,27 @@
       if (output) output.value = input.value;
     }
   });
+
+  // Tabs (the package page): one panel at a time, the address keeps the tab so Back and a
+  // shared link land on it. Without script every panel shows, one after the other.
+  const tabList = document.querySelector(".tabs[role=tablist]");
+  if (tabList) {
+    const tabs = [...tabList.querySelectorAll("[role=tab]")];
+    const panels = tabs.map((tab) => document.getElementById(tab.getAttribute("aria-controls"))).filter(Boolean);
+    const show = (id) => {
+      if (!panels.some((panel) => panel.id === id)) id = panels[0].id;
+      for (const panel of panels) panel.hidden = panel.id !== id;
+      for (const tab of tabs) tab.setAttribute("aria-selected", String(tab.getAttribute("aria-controls") === id));
+    };
+    tabList.addEventListener("click", (event) => {
+      const tab = event.target.closest("[role=tab]");
+      if (!tab) return;
+      event.preventDefault();
+      const id = tab.getAttribute("aria-controls");
+      history.pushState(null, "", `#${id}`);
+      show(id);
+    });
+    window.addEventListener("popstate", () => show(location.hash.slice(1)));
+    show(location.hash.slice(1));
+  }
 })();
