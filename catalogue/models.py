@@ -80,6 +80,11 @@ class Package(models.Model):
     # re-indexes them (docs/catalogue.md, "Sync").
     body = models.TextField(null=True, blank=True)
 
+    # --- Added by 0006 ---
+    # {locale: {displayName, description, body}} from PLUGIN.<locale>.md and locales/*.yaml
+    # (catalogue/locales.py): the catalogue shows them to people who read that language.
+    translations = models.JSONField(default=dict, blank=True)
+
     objects = PackageQuerySet.as_manager()
 
     class Meta:

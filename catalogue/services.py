@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q, RestrictedError
 from django.utils import timezone
 
+from catalogue.locales import package_translations, search_words
 from catalogue.manifest.loader import rules_version
 from catalogue.manifest.rules import is_package_id
 from catalogue.manifest.types import Issue, LoadResult, thaw
@@ -476,6 +477,12 @@ def package_index(
 ) -> Package:
     """Store one loader verdict: upsert the package row, then rebuild its child rows in bulk."""
     rows = _rows_from(result)
+    translations = package_translations(Path(result.path)) if result.ok else {}
+    rows.fields["translations"] = json_safe(translations)
+    if translations:
+        # Found by their names in every language, CJK included (substring match, no spaces).
+        extra = " ".join(search_words(translations)).casefold()
+        rows.fields["search_text"] = f"{rows.fields['search_text']} {_no_nul(extra)}"
     trust = Package.Trust.BUNDLED if source == Package.Source.BUNDLED else Package.Trust.COMMUNITY
     package, created = Package.objects.update_or_create(
         package_id=rows.fields["package_id"],

@@ -84,9 +84,11 @@ def package_list(request: HttpRequest) -> HttpResponse:
         if page.page < page.num_pages
         else None,
     }
-    template = (
-        "catalogue/_results.html" if request.headers.get("HX-Request") else "catalogue/list.html"
+    # htmx swaps only the results, except when Back finds no snapshot and asks for the whole page.
+    partial = request.headers.get("HX-Request") and not request.headers.get(
+        "HX-History-Restore-Request"
     )
+    template = "catalogue/_results.html" if partial else "catalogue/list.html"
     return render(request, template, context)
 
 

@@ -44,4 +44,21 @@
     window.addEventListener("popstate", () => show(location.hash.slice(1)));
     show(location.hash.slice(1));
   }
+
+  // htmx keeps a snapshot of the page for Back, taken just before the next results replace it:
+  // by then the box already holds the new words. Write into the markup the values of the
+  // address the snapshot belongs to, so Back shows the box and the results that go together.
+  document.addEventListener("htmx:beforeHistorySave", () => {
+    const params = new URLSearchParams(window.location.search);
+    for (const form of document.querySelectorAll("form[hx-push-url]")) {
+      for (const control of form.querySelectorAll("input[type=search], input[type=text], select")) {
+        const value = params.get(control.name) ?? "";
+        if (control.tagName === "SELECT") {
+          for (const option of control.options) option.toggleAttribute("selected", option.value === value);
+        } else {
+          control.setAttribute("value", value);
+        }
+      }
+    }
+  });
 })();
