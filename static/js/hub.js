@@ -61,4 +61,14 @@
       }
     }
   });
+
+  // After a refused save the page opens on the banner's first refused field.
+  const refused = document.querySelector(".settings-banner[data-scroll-to]");
+  if (refused) {
+    const target = document.getElementById(refused.dataset.scrollTo);
+    if (target) {
+      target.scrollIntoView({ block: "center" });
+      if (typeof target.focus === "function") target.focus({ preventScroll: true });
+    }
+  }
 })();

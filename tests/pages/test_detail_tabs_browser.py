@@ -38,3 +38,35 @@ def test_tabs_switch_panels_and_back_restores_them(
     page.goto(f"{live_server.url}/packages/lantern/#versions")
     expect(page.locator("#versions")).to_be_visible()
     expect(page.locator("#versions")).to_contain_text(re.compile(r"1\.0\.0"))
+
+
+def test_a_refused_save_scrolls_to_the_field(
+    viewport_page, live_server, fresh_install, alice, tmp_path
+):
+    import shutil
+    from pathlib import Path
+
+    from django.core.management import call_command
+
+    from worlds.models import World
+
+    folder = tmp_path / "worlds" / "harbor"
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "world-packages" / "harbor-nights", folder
+    )
+    call_command("sync_worlds", str(folder.parent), verbosity=0)
+    World.objects.filter(world_id="harbor").update(owner=alice)
+
+    page = viewport_page(width=390, height=700)
+    page.goto(f"{live_server.url}/accounts/login/?next=/worlds/harbor/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    with page.expect_navigation():
+        page.click("form.card button[type=submit]")
+    page.fill("#panel-affinity-decay", "7")  # outside 0..1
+    with page.expect_navigation():
+        page.click("#panel-affinity button.save")
+    expect(page.locator(".settings-banner")).to_contain_text("Affinity: not saved.")
+    field = page.locator("#panel-affinity-decay")
+    expect(field).to_be_in_viewport()
+    expect(field).to_be_focused()
