@@ -29,6 +29,7 @@ from catalogue.selectors import (
 )
 from catalogue.services import packages_sync
 from catalogue.templatetags.catalogue_tags import query_string
+from catalogue.versions import package_version_history
 
 PAGE_SIZE = 20
 
@@ -116,6 +117,7 @@ def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
         # A code-only package sends nothing to a model: its notes are not "what it tells" one.
         "tells_model": any(r["kind"] == "agent" for r in card["runtimes"]),
         "plain": package_plain_words(card=card, usability=usability),
+        "versions": package_version_history(package),
         "readme_html": package_readme_html(package_id=package.package_id, package_dir=folder),
         "body_html": markdown_html(card["body"], package_id=package.package_id, package_dir=folder)
         if card.get("body")
