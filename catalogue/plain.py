@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
 
 def _join(words: list[str]) -> str:
     if len(words) <= 1:
@@ -17,44 +20,70 @@ def package_plain_words(*, card: dict[str, Any], usability: Any = None) -> dict[
     """Four short lists of sentences built from the package card (catalogue.selectors)."""
     runtimes = card.get("runtimes") or []
     agents = [r for r in runtimes if r.get("kind") == "agent"]
-    does = [card.get("description") or "Its author wrote no description."]
+    does = [card.get("description") or _("Its author wrote no description.")]
     if card.get("commands"):
         names = [f"/{c['name']}" for c in card["commands"]]
-        does.append(f"Gives you the command{'s' if len(names) > 1 else ''} {_join(names)}.")
+        does.append(
+            ngettext(
+                "Gives you the command %(names)s.", "Gives you the commands %(names)s.", len(names)
+            )
+            % {"names": _join(names)}
+        )
     if card.get("settings"):
         count = len(card["settings"])
-        does.append(f"Has {count} setting{'s' if count > 1 else ''} you can change per session.")
+        does.append(
+            ngettext(
+                "Has %(count)d setting you can change per session.",
+                "Has %(count)d settings you can change per session.",
+                count,
+            )
+            % {"count": count}
+        )
 
     needs: list[str] = []
     slots = sorted({r["modelSlot"] for r in agents if r.get("modelSlot")})
     if agents:
         needs.append(
-            "A language model, which staff connect to the hub"
-            + (f" (model slot {_join(slots)})" if slots else "")
-            + "; without one this part stays idle and the story goes on."
+            (
+                _(
+                    "A language model, which staff connect to the hub (model slot %(slots)s); "
+                    "without one this part stays idle and the story goes on."
+                )
+                % {"slots": _join(slots)}
+            )
+            if slots
+            else _(
+                "A language model, which staff connect to the hub; without one this part "
+                "stays idle and the story goes on."
+            )
         )
     for requirement in card.get("requiresProviders") or []:
         providers = requirement.get("providers") or []
         if providers:
-            needs.append(f"Another plugin that does its part: {_join(providers)}.")
+            needs.append(
+                _("Another plugin that does its part: %(names)s.") % {"names": _join(providers)}
+            )
         else:
-            needs.append("Another plugin that no installed package provides yet.")
+            needs.append(_("Another plugin that no installed package provides yet."))
     if not needs:
-        needs.append("Nothing else: it works on its own.")
+        needs.append(_("Nothing else: it works on its own."))
 
     may = [line for line in (card.get("permissions") or {}).get("summary") or []]
     if not card.get("entry") and not agents and not may[1:]:
-        may.append("It runs no code of its own and calls no model.")
+        may.append(_("It runs no code of its own and calls no model."))
 
     if card.get("state") == "error":
-        add = ["It cannot be added: it failed validation (see Details)."]
+        add = [_("It cannot be added: it failed validation (see Details).")]
     elif usability is not None and not usability.usable:
-        add = [f"Not yet: it {usability.reason.split(' ', 2)[-1]}."]
+        add = [_("Not yet: it %(reason)s.") % {"reason": usability.reason.split(" ", 2)[-1]}]
     elif card.get("kind") == "core":
-        add = ["It is on in every new session; untick it on the New session form to leave it out."]
+        add = [
+            _("It is on in every new session; untick it on the New session form to leave it out.")
+        ]
     else:
         add = [
-            "Open Sessions → New session, pick a world and tick it under Plugins.",
-            f"Or ask the world's owner to add {card.get('id')} to the world's plugins.",
+            _("Open Sessions → New session, pick a world and tick it under Plugins."),
+            _("Or ask the world's owner to add %(id)s to the world's plugins.")
+            % {"id": card.get("id")},
         ]
     return {"does": does, "needs": needs, "may": may, "add": add}

@@ -24,6 +24,7 @@ from catalogue.selectors import (
     package_card,
     package_filters_from,
     package_get,
+    package_localized,
     package_page,
     package_summary,
 )
@@ -119,7 +120,11 @@ def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
         "plain": package_plain_words(card=card, usability=usability),
         "versions": package_version_history(package),
         "readme_html": package_readme_html(package_id=package.package_id, package_dir=folder),
-        "body_html": markdown_html(card["body"], package_id=package.package_id, package_dir=folder)
+        "body_html": markdown_html(
+            package_localized(package).get("body") or card["body"],
+            package_id=package.package_id,
+            package_dir=folder,
+        )
         if card.get("body")
         else "",
     }
