@@ -128,3 +128,22 @@ def test_screenshots_of_the_main_pages(viewport_page, live_server, harbor_sessio
                 saved.append(path)
             page.goto("about:blank")
     assert len(saved) == 16
+
+
+def test_the_language_switch_in_the_header(
+    viewport_page, live_server, fresh_install, alice
+) -> None:
+    page = viewport_page(width=390, height=844)
+    sign_in(page, live_server, "alice", "alice-password")
+    page.goto(live_server.url + "/packages/affinity/")
+    with page.expect_navigation():
+        page.select_option("#language-select", "zh-hans")
+    assert page.url.endswith("/packages/affinity/")
+    assert page.locator("article header h1").inner_text() == "好感度"
+    assert page.locator("#tab-overview").inner_text() == "概览"
+    assert overflow(page) == 0
+    # The choice is Alice's: a fresh browser shows Chinese once she logs in.
+    other = viewport_page()
+    sign_in(other, live_server, "alice", "alice-password")
+    other.goto(live_server.url + "/")
+    assert other.locator("h1").inner_text() == "插件"
