@@ -4,10 +4,11 @@ Every word of the query must match. A word matches a package when the package's 
 search_text contains it, or, for a misspelt word (`affinty`, `inventry`), when it is close to a
 word of the package's name or id:
 
-- on PostgreSQL with the pg_trgm extension, by trigram word similarity in the same query;
-- elsewhere (SQLite, or PostgreSQL without pg_trgm), by a Python edit-similarity over the
-  names and ids (one small extra query per search, whatever the number of packages), whose
-  close words are then searched for like typed ones.
+- everywhere, by a Python edit-similarity over the names and ids (one small extra query per
+  search, whatever the number of packages), whose close words are then searched for like typed
+  ones; it catches transpositions ("quset") that share too few trigrams;
+- and on PostgreSQL with the pg_trgm extension, also by trigram word similarity over the whole
+  search text, in the same query.
 
 Exact id/name matches rank far above partial ones, and fuzzy matches rank below every literal
 one. CJK text has no spaces: a word of it matches as a substring, as any other word does.
@@ -108,18 +109,21 @@ class DatabasePackageSearch:
         literal = Q()
         for word in words:
             literal &= Q(search_text__contains=word)
+        # The edit-similarity corrections run everywhere (they catch transpositions such as
+        # "quset", which share too few trigrams); pg_trgm adds its matches where installed.
+        corrections = self._corrections(queryset, words)
+        similar: dict[str, str] = {}
         if trigram_available(queryset.db):
-            queryset, matches = self._trigram(queryset, words)
-            corrected: list[str] = []
-        else:
-            corrections = self._corrections(queryset, words)
-            matches = Q()
-            for word in words:
-                either = Q(search_text__contains=word)
-                for alternative in corrections.get(word, []):
-                    either |= Q(search_text__contains=alternative)
-                matches &= either
-            corrected = [" ".join(corrections.get(w, [w])[0] for w in words)] if corrections else []
+            queryset, similar = self._trigram(queryset, words)
+        matches = Q()
+        for word in words:
+            either = Q(search_text__contains=word)
+            for alternative in corrections.get(word, []):
+                either |= Q(search_text__contains=alternative)
+            if word in similar:
+                either |= Q(**{f"{similar[word]}__gte": TRIGRAM_THRESHOLD})
+            matches &= either
+        corrected = [" ".join(corrections.get(w, [w])[0] for w in words)] if corrections else []
         fuzzy_name = Q(pk__in=[])
         for guess in corrected:
             fuzzy_name |= Q(package_id__contains=guess) | Q(name_key__contains=guess)
@@ -155,16 +159,16 @@ class DatabasePackageSearch:
 
     def _trigram(
         self, queryset: QuerySet[Package], words: list[str]
-    ) -> tuple[QuerySet[Package], Q]:
-        matches = Q()
+    ) -> tuple[QuerySet[Package], dict[str, str]]:
+        """Annotate each correctable word's pg_trgm word similarity; {word: annotation name}."""
+        names: dict[str, str] = {}
         for index, word in enumerate(words):
-            either = Q(search_text__contains=word)
-            if _fuzzy(word):
-                name = f"similarity_{index}"
-                queryset = queryset.annotate(**{name: _WordSimilarity(Value(word), "search_text")})
-                either |= Q(**{f"{name}__gte": TRIGRAM_THRESHOLD})
-            matches &= either
-        return queryset, matches
+            if _fuzzy(word) and word not in names:
+                names[word] = f"similarity_{index}"
+                queryset = queryset.annotate(
+                    **{names[word]: _WordSimilarity(Value(word), "search_text")}
+                )
+        return queryset, names
 
 
 def package_search_backend() -> PackageSearch:

@@ -27,6 +27,9 @@ def ids(client, query: str) -> list[str]:
         ("inventry", "inventory"),
         ("wether", "weather"),
         ("Notebok", "notebook"),
+        ("naratr", "narrator"),
+        ("chronilce", "chronicle"),
+        ("invnetory", "inventory"),
     ],
 )
 def test_a_misspelt_word_still_finds_the_package(client, fresh_install, query, expected):
