@@ -1,4 +1,5 @@
-"""Personal API tokens: a user's bearer credential for the API, stored only as a hash."""
+"""Personal API tokens (a user's bearer credential for the API, stored only as a hash) and
+the user's preferences for the hub itself."""
 
 from __future__ import annotations
 
@@ -24,3 +25,16 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
+
+
+class Preference(models.Model):
+    """What a user chose for the hub itself, kept across browsers and logins."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference"
+    )
+    # One of settings.LANGUAGES; "" follows the browser (Accept-Language).
+    language = models.CharField(max_length=20, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.language or 'browser'}"

@@ -1,4 +1,5 @@
-"""Writes of the accounts app: API tokens made and revoked, failed sign-ins counted."""
+"""Writes of the accounts app: API tokens made and revoked, failed sign-ins counted, the
+interface language stored."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from datetime import timedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
-from accounts.models import ApiToken
+from accounts.language import supported_language
+from accounts.models import ApiToken, Preference
 
 TOKEN_PREFIX = "covel_"
 # A token's last use is written at most this often (not on every request).
@@ -53,3 +55,13 @@ def token_mark_used(*, token: ApiToken) -> None:
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+
+
+def preference_language_set(*, user: AbstractBaseUser, language: str) -> str:
+    """Store the user's interface language ("" to follow the browser); returns what was stored.
+    Raises ValueError for a language the hub does not speak."""
+    code = supported_language(language) if language else ""
+    if language and code is None:
+        raise ValueError(f"unsupported language {language!r}")
+    Preference.objects.update_or_create(user=user, defaults={"language": code or ""})
+    return code or ""

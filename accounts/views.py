@@ -1,4 +1,6 @@
-"""Sign-in with limits, password reset only when mail is configured, personal API tokens."""
+"""Sign-in with limits, password reset only when mail is configured, personal API tokens, and
+the language switch (the choice goes in the language cookie and, for a signed-in user, in their
+Preference, so it follows them to other browsers)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,16 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.language import SESSION_KEY, supported_language
 from accounts.limits import client_address, login_failed, login_locked, login_succeeded
 from accounts.selectors import token_list
-from accounts.services import TokenError, token_create, token_revoke
+from accounts.services import TokenError, preference_language_set, token_create, token_revoke
 
 LOCKED_MESSAGE = "Too many failed sign-ins. Wait a few minutes and try again."
 
@@ -88,3 +92,28 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
     except TokenError:
         return HttpResponse("no such token of yours", status=404, content_type="text/plain")
     return HttpResponseRedirect(reverse("accounts:tokens"))
+
+
+@require_POST
+def language_set(request: HttpRequest) -> HttpResponse:
+    wanted = request.POST.get("language", "")
+    code = supported_language(wanted)
+    if code is None:
+        return HttpResponseBadRequest("unsupported language")
+    if request.user.is_authenticated:
+        preference_language_set(user=request.user, language=code)
+        request.session[SESSION_KEY] = code
+    target = request.POST.get("next") or "/"
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = "/"
+    response = HttpResponseRedirect(target)
+    response.set_cookie(
+        settings.LANGUAGE_COOKIE_NAME,
+        code,
+        max_age=365 * 24 * 3600,
+        samesite="Lax",
+        secure=request.is_secure(),
+    )
+    return response

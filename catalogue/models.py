@@ -97,6 +97,11 @@ class Package(models.Model):
     # re-indexes them (docs/catalogue.md, "Sync").
     body = models.TextField(null=True, blank=True)
 
+    # --- Added by 0006 ---
+    # {locale: {displayName, description, body}} from PLUGIN.<locale>.md and locales/*.yaml
+    # (catalogue/locales.py): the catalogue shows them to people who read that language.
+    translations = models.JSONField(default=dict, blank=True)
+
     objects = PackageQuerySet.as_manager()
 
     class Meta:
@@ -112,6 +117,30 @@ class Package(models.Model):
     @property
     def is_valid(self) -> bool:
         return self.state == self.State.LOADED
+
+
+class PackageVersion(models.Model):
+    """A version of a package the hub saw before the one installed now, kept when the version on
+    disk changes, so the detail page can show the history and what each change did."""
+
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="past_versions")
+    version = models.CharField(max_length=100)
+    content_hash = models.CharField(max_length=64)
+    # The normalised manifest as it was indexed (Package.manifest at the time).
+    manifest = models.JSONField(default=dict)
+    first_seen_at = models.DateTimeField()
+    replaced_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-replaced_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["package", "version", "content_hash"], name="uniq_package_version_seen"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.package_id}@{self.version}"
 
 
 class Contract(models.Model):

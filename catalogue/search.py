@@ -1,23 +1,48 @@
 """Package search behind a small interface, with a database implementation first.
 
-The database implementation works the same on SQLite and PostgreSQL: it scans a lower-cased
-search_text column with LIKE, and ranks exact id/name matches far above partial ones.
+Every word of the query must match. A word matches a package when the package's lower-cased
+search_text contains it, or, for a misspelt word (`affinty`, `inventry`), when it is close to a
+word of the package's name or id:
+
+- everywhere, by a Python edit-similarity over the names and ids (one small extra query per
+  search, whatever the number of packages), whose close words are then searched for like typed
+  ones; it catches transpositions ("quset") that share too few trigrams;
+- and on PostgreSQL with the pg_trgm extension, also by trigram word similarity over the whole
+  search text, in the same query.
+
+Exact id/name matches rank far above partial ones, and fuzzy matches rank below every literal
+one. CJK text has no spaces: a word of it matches as a substring, as any other word does.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from typing import Protocol
 
-from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
+from django.db import connections
+from django.db.backends.signals import connection_created
+from django.db.models import Case, FloatField, IntegerField, Q, QuerySet, Value, When
+from django.db.models.expressions import Func
 
 from catalogue.models import Package
 
 # Rank bands: an exact id or name beats any prefix, which beats any match inside the name,
-# which beats a match only in the description, tags or contracts.
+# which beats a match only in the description, tags or contracts; a match that needed a
+# spelling correction comes last.
 RANK_EXACT = 100
 RANK_PREFIX = 50
 RANK_IN_NAME = 30
 RANK_ELSEWHERE = 10
+RANK_FUZZY_NAME = 8
+RANK_FUZZY = 5
+
+# Words shorter than this are never corrected: "map" must not find "mop".
+FUZZY_MIN_LENGTH = 4
+# difflib ratio for the Python fallback; trigram word similarity on PostgreSQL.
+FUZZY_RATIO = 0.8
+TRIGRAM_THRESHOLD = 0.5
+_WORD = re.compile(r"[\w@.-]+")
 
 
 class PackageSearch(Protocol):
@@ -26,14 +51,83 @@ class PackageSearch(Protocol):
         ...
 
 
+class _WordSimilarity(Func):
+    """pg_trgm's word_similarity(needle, haystack): how well needle matches a word of haystack."""
+
+    function = "word_similarity"
+    output_field = FloatField()
+
+
+def _note_trigram(sender, connection, **kwargs) -> None:
+    # Checked once per connection, when it opens, so that a search costs the same queries
+    # however many searches came before it.
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
+            connection.covel_trigram = cursor.fetchone() is not None
+
+
+connection_created.connect(_note_trigram, dispatch_uid="catalogue.search.trigram")
+
+
+def trigram_available(alias: str = "default") -> bool:
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return False
+    connection.ensure_connection()
+    return bool(getattr(connection, "covel_trigram", False))
+
+
+def _words(query: str) -> list[str]:
+    return " ".join(query.split()).casefold().split(" ") if query.strip() else []
+
+
+def _fuzzy(word: str) -> bool:
+    return len(word) >= FUZZY_MIN_LENGTH and word.isascii()
+
+
+def close_words(words: list[str], vocabulary: set[str]) -> dict[str, list[str]]:
+    """For each word not found in any vocabulary word, the vocabulary words it may be a
+    misspelling of (best first)."""
+    corrections: dict[str, list[str]] = {}
+    for word in words:
+        if not _fuzzy(word) or any(word in known for known in vocabulary):
+            continue
+        near = [w for w in vocabulary if abs(len(w) - len(word)) <= 2]
+        found = difflib.get_close_matches(word, near, n=3, cutoff=FUZZY_RATIO)
+        if found:
+            corrections[word] = found
+    return corrections
+
+
 class DatabasePackageSearch:
     def search(self, *, queryset: QuerySet[Package], query: str) -> QuerySet[Package]:
-        needle = " ".join(query.split()).casefold()
-        if not needle:
+        words = _words(query)
+        if not words:
             return queryset.annotate(rank=Value(0, output_field=IntegerField()))
-        for word in needle.split(" "):
-            queryset = queryset.filter(search_text__contains=word)
-        return queryset.annotate(
+        needle = " ".join(words)
+        literal = Q()
+        for word in words:
+            literal &= Q(search_text__contains=word)
+        # The edit-similarity corrections run everywhere (they catch transpositions such as
+        # "quset", which share too few trigrams); pg_trgm adds its matches where installed.
+        corrections = self._corrections(queryset, words)
+        similar: dict[str, str] = {}
+        if trigram_available(queryset.db):
+            queryset, similar = self._trigram(queryset, words)
+        matches = Q()
+        for word in words:
+            either = Q(search_text__contains=word)
+            for alternative in corrections.get(word, []):
+                either |= Q(search_text__contains=alternative)
+            if word in similar:
+                either |= Q(**{f"{similar[word]}__gte": TRIGRAM_THRESHOLD})
+            matches &= either
+        corrected = [" ".join(corrections.get(w, [w])[0] for w in words)] if corrections else []
+        fuzzy_name = Q(pk__in=[])
+        for guess in corrected:
+            fuzzy_name |= Q(package_id__contains=guess) | Q(name_key__contains=guess)
+        return queryset.filter(matches).annotate(
             rank=Case(
                 When(Q(package_id=needle) | Q(name_key=needle), then=Value(RANK_EXACT)),
                 When(
@@ -44,10 +138,37 @@ class DatabasePackageSearch:
                     Q(package_id__contains=needle) | Q(name_key__contains=needle),
                     then=Value(RANK_IN_NAME),
                 ),
-                default=Value(RANK_ELSEWHERE),
+                When(literal, then=Value(RANK_ELSEWHERE)),
+                When(fuzzy_name, then=Value(RANK_FUZZY_NAME)),
+                default=Value(RANK_FUZZY),
                 output_field=IntegerField(),
             )
         )
+
+    def _corrections(self, queryset: QuerySet[Package], words: list[str]) -> dict[str, list[str]]:
+        if not any(_fuzzy(w) for w in words):
+            return {}
+        vocabulary: set[str] = set()
+        for name_key, package_id in Package.objects.using(queryset.db).values_list(
+            "name_key", "package_id"
+        ):
+            vocabulary.update(_WORD.findall(name_key))
+            vocabulary.update(_WORD.findall(package_id.replace("-", " ")))
+            vocabulary.add(package_id)
+        return close_words(words, vocabulary)
+
+    def _trigram(
+        self, queryset: QuerySet[Package], words: list[str]
+    ) -> tuple[QuerySet[Package], dict[str, str]]:
+        """Annotate each correctable word's pg_trgm word similarity; {word: annotation name}."""
+        names: dict[str, str] = {}
+        for index, word in enumerate(words):
+            if _fuzzy(word) and word not in names:
+                names[word] = f"similarity_{index}"
+                queryset = queryset.annotate(
+                    **{names[word]: _WordSimilarity(Value(word), "search_text")}
+                )
+        return queryset, names
 
 
 def package_search_backend() -> PackageSearch:

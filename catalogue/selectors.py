@@ -15,9 +15,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Prefetch, QuerySet
 from django.urls import reverse
+from django.utils import translation
 
+from catalogue.locales import pick_locale
 from catalogue.manifest.normalise import loop_defaults
 from catalogue.models import (
     Command,
@@ -246,13 +249,25 @@ def package_get(*, package_id: str) -> Package | None:
 # --- The card: everything the detail page shows, as plain data ------------------------------
 
 
+def package_localized(package: Package) -> dict[str, str]:
+    """The package's own text in the request's language (displayName, description, body), or
+    {} when it ships none for that language (docs/catalogue.md, "Languages")."""
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    translations = package.translations or {}
+    if language.startswith("en") or not translations:
+        return {}
+    chosen = pick_locale(list(translations), [language])
+    return translations.get(chosen, {}) if chosen else {}
+
+
 def package_summary(package: Package) -> dict[str, Any]:
     """The list item: a package with prefetched tags and contract links."""
     links = list(package.contract_links.all())
+    localized = package_localized(package)
     return {
         "id": package.package_id,
-        "displayName": package.name,
-        "description": package.description,
+        "displayName": localized.get("displayName") or package.name,
+        "description": localized.get("description") or package.description,
         "kind": package.kind,
         "version": package.version,
         "source": package.source,

@@ -22,6 +22,7 @@ from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q,
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from catalogue.locales import package_translations, search_words
 from catalogue.manifest.loader import rules_version
 from catalogue.manifest.rules import is_package_id
 from catalogue.manifest.types import Issue, LoadResult, thaw
@@ -41,6 +42,7 @@ from catalogue.models import (
     Package,
     PackageContract,
     PackageTag,
+    PackageVersion,
     Runtime,
     Service,
     Setting,
@@ -467,6 +469,27 @@ def _contract_rows(contract_ids: set[str]) -> dict[str, Contract]:
 
 
 @transaction.atomic
+def _keep_replaced_version(*, package_id: str, version: str) -> None:
+    """Before a row takes a new version, keep the old one's manifest, hash and dates."""
+    old = (
+        Package.objects.filter(package_id=package_id)
+        .only("pk", "version", "content_hash", "manifest", "indexed_at", "created_at", "state")
+        .first()
+    )
+    if old is None or old.version == version or old.state != Package.State.LOADED:
+        return
+    PackageVersion.objects.get_or_create(
+        package=old,
+        version=old.version,
+        content_hash=old.content_hash,
+        defaults={
+            "manifest": old.manifest,
+            "first_seen_at": old.indexed_at or old.created_at,
+            "replaced_at": timezone.now(),
+        },
+    )
+
+
 def package_index(
     *,
     result: LoadResult,
@@ -477,7 +500,14 @@ def package_index(
 ) -> Package:
     """Store one loader verdict: upsert the package row, then rebuild its child rows in bulk."""
     rows = _rows_from(result)
+    translations = package_translations(Path(result.path)) if result.ok else {}
+    rows.fields["translations"] = json_safe(translations)
+    if translations:
+        # Found by their names in every language, CJK included (substring match, no spaces).
+        extra = " ".join(search_words(translations)).casefold()
+        rows.fields["search_text"] = f"{rows.fields['search_text']} {_no_nul(extra)}"
     trust = Package.Trust.BUNDLED if source == Package.Source.BUNDLED else Package.Trust.COMMUNITY
+    _keep_replaced_version(package_id=rows.fields["package_id"], version=rows.fields["version"])
     package, created = Package.objects.update_or_create(
         package_id=rows.fields["package_id"],
         defaults={

@@ -8,4 +8,5 @@ urlpatterns = [
     path("sync/", views.package_resync, name="sync"),
     path("packages/<str:package_id>/", views.package_detail, name="detail"),
     path("packages/<str:package_id>/links/<int:link_id>/", views.package_link, name="link"),
+    path("packages/<str:package_id>/files/<path:path>", views.package_file_view, name="file"),
 ]

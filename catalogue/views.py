@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from approvals.selectors import package_usability, packages_usability
 from catalogue.graph import contract_graph_svg
 from catalogue.models import ExternalLink, Package
+from catalogue.plain import package_plain_words
+from catalogue.readme import SERVED_TYPES, markdown_html, package_file, package_readme_html
 from catalogue.selectors import (
     COSTS,
     SORTS,
@@ -19,11 +24,13 @@ from catalogue.selectors import (
     package_card,
     package_filters_from,
     package_get,
+    package_localized,
     package_page,
     package_summary,
 )
 from catalogue.services import packages_sync
 from catalogue.templatetags.catalogue_tags import query_string
+from catalogue.versions import package_version_history
 
 PAGE_SIZE = 20
 
@@ -46,6 +53,8 @@ def package_list(request: HttpRequest) -> HttpResponse:
     )
     if page.page > page.num_pages:  # a stale link past the end shows the last page
         page = package_page(filters=filters, page=page.num_pages, page_size=PAGE_SIZE, facets=True)
+    # Whether each package on the page may be used (pending, denied...): two queries per page.
+    usability = packages_usability(package_ids=[p.package_id for p in page.items])
     selected = set(filters.tags)
     facets = []
     for facet in page.facets:
@@ -61,7 +70,10 @@ def package_list(request: HttpRequest) -> HttpResponse:
     context = {
         "filters": filters,
         "page": page,
-        "items": [{"summary": package_summary(p), "package": p} for p in page.items],
+        "items": [
+            {"summary": package_summary(p), "package": p, "usability": usability.get(p.package_id)}
+            for p in page.items
+        ],
         "facets": facets,
         "contracts": contract_ids(),
         "kinds": ["plugin", "core"],
@@ -74,9 +86,11 @@ def package_list(request: HttpRequest) -> HttpResponse:
         if page.page < page.num_pages
         else None,
     }
-    template = (
-        "catalogue/_results.html" if request.headers.get("HX-Request") else "catalogue/list.html"
+    # htmx swaps only the results, except when Back finds no snapshot and asks for the whole page.
+    partial = request.headers.get("HX-Request") and not request.headers.get(
+        "HX-History-Restore-Request"
     )
+    template = "catalogue/_results.html" if partial else "catalogue/list.html"
     return render(request, template, context)
 
 
@@ -93,13 +107,43 @@ def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
         conflicts=card["conflicts"],
         contract_url=reverse("catalogue:list"),
     )
+    usability = package_usability(package_id=package.package_id)
+    folder = Path(package.source_dir)
     context = {
         "package": package,
         "card": card,
         "graph": graph,
         "show_paths": request.user.is_staff,
+        "usability": usability,
+        # A code-only package sends nothing to a model: its notes are not "what it tells" one.
+        "tells_model": any(r["kind"] == "agent" for r in card["runtimes"]),
+        "plain": package_plain_words(card=card, usability=usability),
+        "versions": package_version_history(package),
+        "readme_html": package_readme_html(package_id=package.package_id, package_dir=folder),
+        "body_html": markdown_html(
+            package_localized(package).get("body") or card["body"],
+            package_id=package.package_id,
+            package_dir=folder,
+        )
+        if card.get("body")
+        else "",
     }
     return render(request, "catalogue/detail.html", context)
+
+
+@require_GET
+def package_file_view(request: HttpRequest, package_id: str, path: str) -> FileResponse:
+    """A file a README links to, served from the package folder and confined to it: images and
+    plain text only, sandboxed so an SVG or a text file can never run script on our origin."""
+    package = get_object_or_404(Package, package_id=package_id)
+    target = package_file(package_dir=Path(package.source_dir), relative=path)
+    if target is None:
+        raise Http404("No such file in this package.")
+    response = FileResponse(target.open("rb"), content_type=SERVED_TYPES[target.suffix.lower()])
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; img-src 'self'; sandbox"
+    response["Cache-Control"] = "public, max-age=300"
+    return response
 
 
 @require_GET

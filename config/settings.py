@@ -98,11 +98,13 @@ MIDDLEWARE = [
     # Right after security: static files are answered before sessions or auth are looked at.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Authorization: Bearer <token> on /api/ acts as the token's owner (accounts/).
     "accounts.middleware.BearerTokenMiddleware",
+    "accounts.language.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.api_nul_guard",
@@ -167,6 +169,9 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en"
+# The hub's own interface; package text may come in any locale a package ships (docs/catalogue.md).
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

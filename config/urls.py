@@ -5,6 +5,10 @@ from accounts import views as accounts_views
 from config.api import api
 from config.health import healthz
 
+# The admin speaks of the hub, not of Django.
+admin.site.site_header = "Covel Hub administration"
+admin.site.site_title = "Covel Hub admin"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
@@ -13,6 +17,7 @@ urlpatterns = [
     path("accounts/password_reset/", accounts_views.password_reset, name="password_reset"),
     path("accounts/", include("accounts.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("language/", accounts_views.language_set, name="language"),
     path("api/", api.urls),
     path("approvals/", include("approvals.urls")),
     path("worlds/", include("worlds.urls")),

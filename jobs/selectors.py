@@ -218,7 +218,7 @@ class Timeline:
     width: int
     height: int
     lanes: list[Lane]
-    ticks: list[tuple[float, str]]
+    ticks: list[tuple[float, str, str]]
     span_ms: int
 
 
@@ -269,7 +269,11 @@ def job_timeline(*, jobs: list[RuntimeJob], waits: list[SettleWait]) -> Timeline
                 Bar("run", x(job.started_at), width(job.started_at, run_end),
                     f"ran {int(_ms(job.started_at, run_end))} ms ({job.state})")
             )  # fmt: skip
-        label = f"{job.plugin_id}/{job.runtime_id} #{job.pk}"
+        # A qualified runtime id already names its plugin: do not print the plugin twice.
+        name = job.runtime_id
+        if name != job.plugin_id and not name.startswith(f"{job.plugin_id}/"):
+            name = f"{job.plugin_id}/{name}"
+        label = f"{name} #{job.pk}"
         lanes.append(Lane(len(lanes) * LANE_H, label, job.state, bars))
     for wait in sorted(waits, key=lambda w: w.started_at):
         end = wait.started_at + timedelta(milliseconds=wait.waited_ms)
@@ -284,5 +288,7 @@ def job_timeline(*, jobs: list[RuntimeJob], waits: list[SettleWait]) -> Timeline
     ticks = []
     for i in range(5):
         offset = span * i / 4
-        ticks.append((round(LABEL_W + offset * scale, 2), f"{int(offset)} ms"))
+        # The first label starts at its tick and the last ends at it, so none is clipped.
+        anchor = "start" if i == 0 else "end" if i == 4 else "middle"
+        ticks.append((round(LABEL_W + offset * scale, 2), f"{int(offset)} ms", anchor))
     return Timeline(LABEL_W + PLOT_W + 10, len(lanes) * LANE_H + 24, lanes, ticks, int(span))

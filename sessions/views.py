@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from approvals.selectors import packages_usability
 from catalogue.models import Package
 from eventlog.selectors import last_event_seq
 from sessions import selectors as play_selectors
@@ -39,20 +40,28 @@ def _choices(world: World) -> list[dict[str, Any]]:
     """Every loaded package, with the world's ones and core ones ticked."""
     wanted = set(world.plugins or [])
     rows = []
-    for package in (
+    packages = list(
         Package.objects.loaded()
         .order_by("package_id")
         .only("package_id", "display_name", "description", "kind", "version", "trust")
-    ):
+    )
+    # Pending or denied packages are shown with their state and cannot be ticked.
+    usability = packages_usability(package_ids=[p.package_id for p in packages])
+    for package in packages:
+        usable = usability[package.package_id]
         rows.append(
             {
                 "id": package.package_id,
                 "name": package.name,
                 "description": package.description,
                 "core": package.kind == "core",
-                "checked": package.kind == "core" or package.package_id in wanted,
+                "checked": usable.usable
+                and (package.kind == "core" or package.package_id in wanted),
                 "version": package.version,
                 "trust": package.trust,
+                "approval": usable.state,
+                "blocked": not usable.usable,
+                "reason": usable.reason,
             }
         )
     return rows

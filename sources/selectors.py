@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from sources.manifest import Codec, Resolved
 from sources.models import SourceJob, SourceJobRun, SourcePlugin
@@ -26,8 +26,23 @@ def _codec(plugin: SourcePlugin) -> Codec:
 def source_plugin_list(
     *, state: str | None = None, query: str | None = None
 ) -> QuerySet[SourcePlugin]:
-    """Source plugins by id; state filters loaded/error, query matches id or service name."""
-    plugins = SourcePlugin.objects.all()
+    """Source plugins by id; state filters loaded/error, query matches id or service name.
+
+    Each row carries how its jobs are doing (failing_jobs, last_error), in the same query: a
+    plugin that loads but whose every ingest fails must not read as merely "Loaded".
+    """
+    latest_failed_run = SourceJobRun.objects.filter(
+        job__plugin=OuterRef("pk"), job__failures__gt=0
+    ).order_by("-created_at", "-id")
+    plugins = SourcePlugin.objects.annotate(
+        failing_jobs=Count(
+            "jobs", filter=Q(jobs__failures__gt=0, jobs__active=True), distinct=True
+        ),
+        never_run_jobs=Count(
+            "jobs", filter=Q(jobs__runs__isnull=True, jobs__active=True), distinct=True
+        ),
+        last_error=Subquery(latest_failed_run.values("error")[:1]),
+    )
     if state:
         plugins = plugins.filter(state=state)
     if query:

@@ -77,6 +77,9 @@ class SessionPluginSettings(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        # "settings" is already plural: Django's default would print "settingss" in the admin.
+        verbose_name = "session plugin settings"
+        verbose_name_plural = "session plugin settings"
         constraints = [
             models.UniqueConstraint(
                 fields=["session", "package_id"], name="uniq_session_package_settings"

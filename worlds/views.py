@@ -6,7 +6,9 @@ same panels one level up: the player's own values over the world's presets.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
@@ -27,6 +29,7 @@ from worlds.services import (
     session_plugin_settings_update,
     world_plugin_settings_update,
 )
+from worlds.world_file import WORLD_FILE, read_world
 
 if TYPE_CHECKING:
     from worlds.selectors import Session
@@ -84,6 +87,8 @@ class Panel:
     can_edit: bool
     rows: list[PanelRow] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # problems not tied to one field
+    # The world.yaml hash the page was rendered from: a save from a stale page is refused (409).
+    file_hash: str = ""
 
     @property
     def anchor(self) -> str:
@@ -92,6 +97,11 @@ class Panel:
     @property
     def has_errors(self) -> bool:
         return bool(self.errors) or any(r.error for r in self.rows)
+
+    @property
+    def first_error_id(self) -> str:
+        """The element a failed save scrolls to: the first refused field, else the panel."""
+        return next((f"{self.anchor}-{r.field.key}" for r in self.rows if r.error), self.anchor)
 
 
 def _display(value: Any) -> str:
@@ -104,6 +114,27 @@ def _display(value: Any) -> str:
     return str(value)
 
 
+CONFLICT = "conflict"
+
+
+def world_file_hash(world: World) -> str:
+    """sha256 of the world's world.yaml as it is on disk now ("" for a world without a folder)."""
+    if not world.source_dir:
+        return ""
+    try:
+        return hashlib.sha256((Path(world.source_dir) / WORLD_FILE).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def panel_package_ids(*, world: World, session: Session | None) -> list[str]:
+    """The world's plugins, then (on a session page) those the player added when it started."""
+    ids = list(world.plugins or [])
+    if session is not None:
+        ids += [p for p in session.requested_plugins or [] if p not in ids]
+    return ids
+
+
 def build_panels(
     *,
     world: World,
@@ -112,15 +143,18 @@ def build_panels(
     posted: dict[str, tuple[dict[str, str], list[FieldError]]] | None = None,
     slots: list[str] | None = None,
 ) -> list[Panel]:
-    """One panel per plugin the world uses, in the world's order (three queries in all)."""
+    """One panel per plugin the world uses, in the world's order, then the plugins the session
+    added (three queries in all)."""
     posted = posted or {}
-    packages = selectors.packages_by_id(package_ids=world.plugins or [])
+    package_ids = panel_package_ids(world=world, session=session)
+    packages = selectors.packages_by_id(package_ids=package_ids)
+    file_hash = world_file_hash(world) if session is None and can_edit else ""
     session_rows: dict[str, dict[str, Any]] = {}
     if session is not None:
         session_rows = {r.package_id: r.values for r in session.plugin_settings.all()}
     slots = selectors.model_slots() if slots is None else slots
     panels: list[Panel] = []
-    for package_id in world.plugins or []:
+    for package_id in package_ids:
         package = packages.get(package_id)
         level = "session" if session is not None else "world"
         if package is None:
@@ -151,7 +185,7 @@ def build_panels(
             for r in resolved
         ]
         title = package.display_name or package.manifest.get("displayName") or package_id
-        panel = Panel(package_id, title, package, level, can_edit, rows)
+        panel = Panel(package_id, title, package, level, can_edit, rows, file_hash=file_hash)
         panel.errors = [e.message for e in errors if e.key not in {r.field.key for r in resolved}]
         panels.append(panel)
     return panels
@@ -162,7 +196,7 @@ def handle_panel_post(
 ) -> tuple[HttpResponse | None, dict[str, tuple[dict[str, str], list[FieldError]]]]:
     """Save one panel's form (or reset one key); a redirect on success, else the errors to show."""
     package_id = request.POST.get("package", "")
-    if package_id not in (world.plugins or []):
+    if package_id not in panel_package_ids(world=world, session=session):
         raise Http404("this world does not use that package")
     package = selectors.package_get_loaded(package_id=package_id)
     if package is None:
@@ -198,6 +232,10 @@ def handle_panel_post(
         if errors:
             return None, {package_id: (post.submitted, errors)}
         changes = checked.values
+    if session is None:
+        conflict = _file_conflict(request, world=world, package_id=package_id, changes=changes)
+        if conflict is not None:
+            return None, {package_id: (post.submitted if post else {}, [conflict])}
     try:
         if session is not None:
             session_plugin_settings_update(
@@ -223,6 +261,29 @@ def handle_panel_post(
     return HttpResponseRedirect(f"{page_url}#panel-{package_id}"), {}
 
 
+def _file_conflict(
+    request: HttpRequest, *, world: World, package_id: str, changes: dict[str, Any]
+) -> FieldError | None:
+    """A save from a page rendered before world.yaml changed on disk would silently revert that
+    hand edit: refuse it, naming what the file says now next to what was submitted."""
+    loaded_hash = request.POST.get("file_hash", "")
+    current = world_file_hash(world)
+    if not loaded_hash or not current or loaded_hash == current:
+        return None
+    on_disk = read_world(Path(world.source_dir)).data.get("pluginSettings", {}).get(package_id, {})
+    pairs = [
+        f"{key}: you entered {_display(value) or '(reset)'}, the file now says "
+        f"{_display(on_disk[key]) if key in on_disk else '(not set)'}"
+        for key, value in changes.items()
+    ]
+    return FieldError(
+        "",
+        CONFLICT,
+        f"world.yaml changed on disk since this page was loaded, so nothing was saved. "
+        f"{'; '.join(pairs)}. Reload the page to edit the current values.",
+    )
+
+
 @require_http_methods(["GET", "HEAD"])
 def world_list(request: HttpRequest) -> HttpResponse:
     return render(request, "worlds/world_list.html", {"worlds": list(selectors.world_list())})
@@ -246,7 +307,8 @@ def world_detail(request: HttpRequest, world_id: str) -> HttpResponse:
         )
         if response is not None:
             return response
-        status = 422
+        conflict = any(e.code == CONFLICT for _, errors in posted.values() for e in errors)
+        status = 409 if conflict else 422
     slots = selectors.model_slots()
     panels = build_panels(world=world, session=None, can_edit=can_edit, posted=posted, slots=slots)
     context = {"world": world, "panels": panels, "can_edit": can_edit, "slots": slots}

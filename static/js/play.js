@@ -42,6 +42,13 @@
     return item;
   }
 
+  // A runtime that only lacks a configured model slot is a setup note for staff, not a failure.
+  function neededSlot(result) {
+    if (result.code !== "no-model-configured") return "";
+    const match = /the '([^']+)' slot/.exec(String(result.reason || ""));
+    return match ? match[1] : "?";
+  }
+
   function showRuntime(result) {
     runtimes.querySelector(".empty")?.remove();
     let item = runtimes.querySelector(`li[data-runtime="${CSS.escape(result.runtime)}"]`);
@@ -50,11 +57,67 @@
       item.dataset.runtime = result.runtime;
       runtimes.append(item);
     }
+    item.dataset.code = result.code || "";
+    const slot = neededSlot(result);
+    if (slot) {
+      item.className = "runtime status-needs-model";
+      item.replaceChildren(el("code", "", result.runtime), document.createTextNode(" "), el("span", "status", "needs a model"),
+        document.createTextNode(" "), el("span", "reason", `staff: set slot ${slot}`));
+      return;
+    }
     item.className = `runtime status-${result.status}`;
     item.replaceChildren(el("code", "", result.runtime), document.createTextNode(" "), el("span", "status", result.status));
     if (result.code) item.append(document.createTextNode(" "), el("span", "code", result.code));
     if (result.reason) item.append(el("span", "reason", result.reason));
   }
+
+  // A JSON value for people: objects and arrays fold into a summary line and indented JSON.
+  function valueNode(value) {
+    const compact = JSON.stringify(value);
+    if (value === null || typeof value !== "object") return el("code", "", compact);
+    const details = el("details");
+    const summary = el("summary");
+    summary.append(el("code", "", compact.length > 60 ? `${compact.slice(0, 59)}…` : compact));
+    details.append(summary, el("pre", "", JSON.stringify(value, null, 2)));
+    return details;
+  }
+
+  // A command's answer rendered as text, a list, or field/value pairs, never as raw JSON.
+  function commandNode(value) {
+    if (value === null || value === undefined) return el("p", "muted", "Done.");
+    if (typeof value !== "object") return el("p", "", value);
+    if (Array.isArray(value)) {
+      const list = el("ul");
+      for (const item of value) {
+        const li = el("li");
+        li.append(typeof item === "object" && item !== null ? valueNode(item) : document.createTextNode(String(item)));
+        list.append(li);
+      }
+      return list;
+    }
+    const fields = el("dl");
+    for (const [key, item] of Object.entries(value)) {
+      const dd = el("dd");
+      if (Array.isArray(item) && item.every((x) => x === null || typeof x !== "object")) dd.textContent = item.join(", ");
+      else if (item !== null && typeof item === "object") dd.append(valueNode(item));
+      else dd.textContent = String(item);
+      fields.append(el("dt", "", key), dd);
+    }
+    return fields;
+  }
+
+  function showCommandResult(node) {
+    commandResult.querySelector(".command-output").replaceChildren(node);
+    commandResult.hidden = false;
+  }
+
+  function clearCommandResult() {
+    if (!commandResult) return;
+    commandResult.hidden = true;
+    commandResult.querySelector(".command-output").replaceChildren();
+  }
+
+  commandResult?.querySelector("[data-close]")?.addEventListener("click", clearCommandResult);
 
   function showData(change) {
     const key = `${change.plugin}/${change.namespace}/${change.key}`;
@@ -71,7 +134,8 @@
     row.cells[0].textContent = change.plugin;
     row.cells[1].textContent = change.namespace;
     row.cells[2].textContent = change.key;
-    row.cells[3].replaceChildren(el("code", "value", JSON.stringify(change.value)));
+    row.cells[3].className = "value";
+    row.cells[3].replaceChildren(valueNode(change.value));
     row.classList.add("changed");
     setTimeout(() => row.classList.remove("changed"), 1500);
   }
@@ -275,10 +339,10 @@
     try {
       if (text.startsWith("/")) {
         const answer = await post(root.dataset.commandsUrl, { text });
-        commandResult.hidden = false;
-        commandResult.textContent = answer.ok ? JSON.stringify(answer.data.value, null, 2) : errorMessage(answer);
+        showCommandResult(answer.ok ? commandNode(answer.data.value) : el("p", "error-text", errorMessage(answer)));
         state.textContent = "";
       } else {
+        clearCommandResult();
         const answer = await post(root.dataset.actionsUrl, { message: text });
         if (!answer.ok) state.textContent = errorMessage(answer);
         else state.textContent = "";

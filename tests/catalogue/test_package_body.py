@@ -1,6 +1,6 @@
 """The PLUGIN.md body of a package without an inline runtime (its runtimes live in
-runtimes/<id>/RUNTIME.md, or it has none) is stored on Package.body and shown, escaped and
-collapsed, in the detail page's prompt section. Rows indexed before the column existed (NULL)
+runtimes/<id>/RUNTIME.md, or it has none) is stored on Package.body and shown on the detail
+page's Overview tab as Markdown for people (rendered, then sanitised), never in the prompt section. Rows indexed before the column existed (NULL)
 are re-indexed once by the next sync.
 
 Personas: the anonymous visitor reads every detail page; nothing here needs a login.
@@ -35,6 +35,17 @@ def prompt_section(client, package_id: str) -> str:
     return match.group(1) if match else ""
 
 
+def notes_section(client, package_id: str) -> str:
+    response = client.get(f"/packages/{package_id}/")
+    assert response.status_code == 200
+    match = re.search(
+        r'<section class="card readme package-body" aria-labelledby="notes-h">(.*?)</section>',
+        response.content.decode(),
+        re.S,
+    )
+    return match.group(1) if match else ""
+
+
 def test_chronicle_body_is_stored_and_shown_collapsed(client, real_plugin_dirs):
     django_settings.COVEL_BUNDLED_PLUGINS_DIR = Path(django_settings.BASE_DIR) / "plugins"
     assert not packages_sync().invalid
@@ -44,36 +55,34 @@ def test_chronicle_body_is_stored_and_shown_collapsed(client, real_plugin_dirs):
     assert Package.objects.get(package_id="affinity").body == ""
     assert Package.objects.get(package_id="affinity").runtimes.get().prompt.strip()
 
-    section = prompt_section(client, "chronicle")
-    assert re.search(
-        r"<details><summary><strong>PLUGIN.md</strong>: notes for people; the package has no "
-        r"inline runtime, so no model reads this text \(\d+ characters\)</summary>"
-        r'<pre class="prompt-body">Chronicle has no inline runtime; its three runtimes live '
-        r"under `runtimes/`:",
-        section,
+    section = notes_section(client, "chronicle")
+    assert (
+        "<p>Chronicle has no inline runtime; its three runtimes live under <code>runtimes/</code>:"
+        in section
     )
-    assert "Notes in PLUGIN.md" not in prompt_section(client, "affinity")
+    assert "Chronicle has no inline runtime" not in prompt_section(client, "chronicle")
+    assert notes_section(client, "affinity") == ""
 
 
 def test_a_package_with_no_runtime_shows_its_body(client, add):
     add("notes", body="Read the rules first.")
     assert Package.objects.get(package_id="notes").body == "Read the rules first."
-    assert "Read the rules first.</pre></details>" in prompt_section(client, "notes")
+    assert "<p>Read the rules first.</p>" in notes_section(client, "notes")
 
 
 def test_an_empty_or_invalid_body_shows_no_section(client, add):
     add("blank", body="  \n\n ")
-    assert prompt_section(client, "blank") == ""
+    assert notes_section(client, "blank") == ""
     issue = Issue("PLUGIN.md", "/description", "required", "description is required")
     add("broken", body="Never parsed.", errors=(issue,))
     assert Package.objects.get(package_id="broken").body == ""
-    assert prompt_section(client, "broken") == ""
+    assert notes_section(client, "broken") == ""
 
 
 def test_a_hostile_body_is_escaped(client, add):
     add("evil", body=f"Notes </pre></details>{EVIL}")
-    section = prompt_section(client, "evil")
-    assert f'<pre class="prompt-body">Notes &lt;/pre&gt;&lt;/details&gt;{ESCAPED}</pre>' in section
+    section = notes_section(client, "evil")
+    assert f"<p>Notes &lt;/pre&gt;&lt;/details&gt;{ESCAPED}</p>" in section
     page = client.get("/packages/evil/").content.decode()
     assert "<script>alert(1)" not in page
 
@@ -101,7 +110,7 @@ def test_a_row_indexed_before_the_body_column_is_reindexed_once(plugin_dirs, cli
     assert summary.indexed == ["notes"] and summary.unchanged == ["other"]
     assert plugin_dirs.loads[loads_before:] == ["notes"]
     assert Package.objects.get(package_id="notes").body == "Read the rules first."
-    assert "Read the rules first." in prompt_section(client, "notes")
+    assert "Read the rules first." in notes_section(client, "notes")
 
     summary = packages_sync()
     assert summary.indexed == [] and sorted(summary.unchanged) == ["notes", "other"]
