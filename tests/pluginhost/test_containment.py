@@ -28,11 +28,12 @@ from approvals.services import approval_decide, approval_request_sync
 from catalogue.manifest.loader import load_package
 from catalogue.models import Package
 from catalogue.services import package_content_hash, package_index
+from eventlog.models import SessionEvent
 from pluginhost.errors import PluginLoadError
 from pluginhost.host import network_namespace_prefix
 from pluginhost.pool import host_for, host_pool
 from pluginhost.services import plugin_load
-from sessions.models import PluginData, SessionEvent
+from sessions.models import PluginData
 from sessions.services import SessionProblem, session_create, session_rpc
 from worlds.models import World
 

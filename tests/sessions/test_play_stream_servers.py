@@ -17,7 +17,7 @@ import test_play_support as support
 from test_play_support import file_database, index_bundled, make_world, play  # noqa: F401
 
 from core import notify
-from sessions.models import SessionEvent
+from eventlog.models import SessionEvent
 from sessions.services import session_create
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
