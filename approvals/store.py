@@ -56,9 +56,10 @@ class CodeNotRunnable(Exception):
     (plugin_not_installed, plugin_not_approved, plugin_code_changed). Its own type, because the
     plugin host imports approvals, never the other way."""
 
-    def __init__(self, message: str, *, code: str) -> None:
+    def __init__(self, message: str, *, code: str, details: Any = None) -> None:
         super().__init__(message)
         self.code = code
+        self.details = details
 
 
 class CodeCopyFailed(Exception):

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals.selectors import package_usability, packages_usability
 from catalogue.graph import contract_graph_svg
 from catalogue.models import ExternalLink, Package
 from catalogue.plain import package_plain_words
@@ -35,6 +37,13 @@ from catalogue.versions import package_version_history
 PAGE_SIZE = 20
 
 
+def _usability(package_ids: list[str]) -> dict[str, Any]:
+    """May sessions use each package (approval state)? Approvals sits above the catalogue, so
+    its answer comes through a dotted path in settings (COVEL_PACKAGES_USABILITY)."""
+    path = getattr(settings, "COVEL_PACKAGES_USABILITY", "")
+    return import_string(path)(package_ids=package_ids) if path else {}
+
+
 def _page_number(value: str | None) -> int:
     try:
         return max(1, int(value or 1))
@@ -54,7 +63,7 @@ def package_list(request: HttpRequest) -> HttpResponse:
     if page.page > page.num_pages:  # a stale link past the end shows the last page
         page = package_page(filters=filters, page=page.num_pages, page_size=PAGE_SIZE, facets=True)
     # Whether each package on the page may be used (pending, denied...): two queries per page.
-    usability = packages_usability(package_ids=[p.package_id for p in page.items])
+    usability = _usability([p.package_id for p in page.items])
     selected = set(filters.tags)
     facets = []
     for facet in page.facets:
@@ -107,7 +116,7 @@ def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
         conflicts=card["conflicts"],
         contract_url=reverse("catalogue:list"),
     )
-    usability = package_usability(package_id=package.package_id)
+    usability = _usability([package.package_id]).get(package.package_id)
     folder = Path(package.source_dir)
     context = {
         "package": package,

@@ -213,6 +213,7 @@ COVEL_HOST_VERSION = env_str("COVEL_HOST_VERSION", "0.1.0")
 # (manage.py validate_plugin).
 COVEL_APPROVAL_REQUEST = "approvals.services.approval_request_sync"
 COVEL_APPROVAL_SEEN_HASHES = "approvals.selectors.approval_seen_hashes"
+COVEL_PACKAGES_USABILITY = "approvals.selectors.packages_usability"
 # Does a synced package's code load (bundled/approved: imported; unapproved: parsed only)?
 COVEL_PACKAGE_CODE_CHECKS = "pluginhost.codecheck.package_code_checks"
 COVEL_SOURCE_PLUGIN_LOADER = "sources.manifest.load_source_plugin"

@@ -28,6 +28,7 @@ from catalogue.models import Package
 from pluginhost.callbacks import RefusingCallbacks
 from pluginhost.errors import PluginHostError
 from pluginhost.host import NodeHost, node_binary
+from pluginhost.pool import folder_trust, host_for
 from pluginhost.services import load_request, plugin_load
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,9 @@ class CodeVerdict:
 
 def package_code_files(manifest: Manifest) -> list[str]:
     """Package-relative files the host imports: the entry, then each handler and guard."""
-    request = load_request(manifest)
+    # Only names are read: the folder itself, never the approved copy (which unapproved
+    # code does not have).
+    request = load_request(manifest, root=str(Path(manifest.path).resolve()))
     files = [request["entry"]] if request["entry"] else []
     for runtime in request["runtimes"]:
         files += [f for f in (runtime["handler"], runtime["guard"]) if f]
@@ -57,9 +60,14 @@ def package_has_code(manifest: Manifest) -> bool:
 
 
 def package_code_try_load(manifest: Manifest, *, host: NodeHost | None = None) -> CodeVerdict:
-    """Import the package's code for real (only for bundled or approved code)."""
-    own = host is None
-    host = host or NodeHost(grace=1.0)
+    """Import the package's code for real (only for bundled or approved code). Community code
+    is imported in its own contained host (pluginhost.pool), never the shared one."""
+    if folder_trust(manifest.path) == "community":
+        host = host_for(manifest)
+        own = False
+    else:
+        own = host is None
+        host = host or NodeHost(grace=1.0)
     try:
         plugin_load(manifest=manifest, host=host, callbacks=RefusingCallbacks(), force=True)
     except PluginHostError as exc:

@@ -143,7 +143,7 @@ def code_root(manifest: Manifest) -> str:
     try:
         return package_code_root(package_id=manifest.id, source_dir=manifest.path)
     except CodeNotRunnable as refused:
-        raise PluginLoadError(str(refused), code=refused.code) from None
+        raise PluginLoadError(str(refused), code=refused.code, details=refused.details) from None
 
 
 def load_request(manifest: Manifest, root: str | None = None) -> dict[str, Any]:

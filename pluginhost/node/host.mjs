@@ -27,6 +27,7 @@ import { createRandom } from "./random.mjs";
 import { applyOperations, OperationError } from "./ops.mjs";
 import { addPackageRoot, installResolver, isInside, importFailure } from "./resolver.mjs";
 import { exitHost, lockDown, NETWORK_GLOBALS } from "./contain.mjs";
+import { stripTypeScriptTypes } from "node:module";
 
 const MAX_VALUE_BYTES = 262144; // one plugin.data value, from the spec
 const HOOK_EVENTS = new Set([
@@ -1018,6 +1019,15 @@ input.on("error", () => exitHost(0));
 
 process.on("unhandledRejection", (reason) => log("error", `unhandled rejection: ${reason?.stack ?? reason}`));
 process.on("uncaughtException", (error) => log("error", `uncaught exception: ${error?.stack ?? error}`));
+
+// Node's TypeScript stripper is WebAssembly, which reserves gigabytes of address space the first
+// time it runs: run it once now, before the supervisor caps the address space at what it sees
+// (else the first .ts import of a package fails with "Cannot allocate Wasm memory").
+try {
+  stripTypeScriptTypes("let warm: number = 1;");
+} catch {
+  // a Node without type stripping: .ts sources fail at import, with their own error
+}
 
 // What this host can reach, for the supervisor to check (a community host must have the
 // permission model on and, where a network namespace was asked for, no network interface).

@@ -65,7 +65,7 @@ function builtinName(specifier) {
 // types of .ts/.mts itself. Try the written name first, then its TypeScript twins.
 const TS_TWINS = { ".js": [".ts"], ".mjs": [".mts"], "": [".ts", ".mts", ".js", ".mjs"] };
 
-function isFile(file) {
+export function isFile(file) {
   try {
     return statSync(file).isFile();
   } catch {
@@ -73,7 +73,7 @@ function isFile(file) {
   }
 }
 
-function existingTarget(file) {
+export function existingTarget(file) {
   if (isFile(file)) return file;
   const ext = path.extname(file);
   const twins = TS_TWINS[ext] ?? (ext ? null : TS_TWINS[""]);

@@ -12,33 +12,14 @@
 // computed specifier cannot be known statically; the real load checks it once approved.
 import { spawnSync } from "node:child_process";
 import { builtinModules, stripTypeScriptTypes } from "node:module";
-import { readFileSync, realpathSync, statSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import vm from "node:vm";
-import { ALLOWED_BUILTINS, isInside } from "./resolver.mjs";
+import { ALLOWED_BUILTINS, existingTarget, isFile, isInside } from "./resolver.mjs";
 
 const ALLOWED = new Set(ALLOWED_BUILTINS);
 const BUILTINS = new Set(builtinModules);
-const TS_TWINS = { ".js": [".ts"], ".mjs": [".mts"], "": [".ts", ".mts", ".js", ".mjs"] };
 const MAX_FILES = 500;
-
-function isFile(file) {
-  try {
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function existingTarget(file) {
-  if (isFile(file)) return file;
-  const ext = path.extname(file);
-  const twins = TS_TWINS[ext] ?? (ext ? null : TS_TWINS[""]);
-  if (!twins) return null;
-  const stem = ext === ".js" || ext === ".mjs" ? file.slice(0, -ext.length) : file;
-  for (const twin of twins) if (isFile(stem + twin)) return stem + twin;
-  return null;
-}
 
 function syntaxLine(code) {
   const check = spawnSync(process.execPath, ["--check", "--input-type=module", "-"], {

@@ -4,6 +4,7 @@ approval, a session's RPC action run in the real Node host, then an edit on disk
 from __future__ import annotations
 
 import io
+import shutil
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,10 @@ def test_a_file_changed_between_the_check_and_the_copy_is_not_copied(hub: Path, 
     sync()
     request = approval_current(package_key="pinned")
     approval_decide(request_id=request.pk, decision="allow", actor=bob)
+    # Approving imports the code once (the code check), which makes the copy: start from a
+    # machine that has none yet, as a new worker does.
+    shutil.rmtree(store_root())
+    store_root().mkdir(parents=True)
     (hub / "server" / "index.js").write_text("export default () => { globalThis.evil = 1; };\n")
     with pytest.raises(CodeCopyFailed, match="server/index.js changed since it was approved"):
         approved_copy(source_dir=hub, code=request.permissions["code"])

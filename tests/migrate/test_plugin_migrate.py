@@ -22,6 +22,7 @@ from catalogue.manifest import load_package
 from catalogue.manifest.migrate import CONTRACT_MISSING, REFUSED, migrate_apply, migrate_plan
 from catalogue.manifest.types import thaw
 from pluginhost.codecheck import package_code_try_load
+from pluginhost.pool import author_code_consent
 
 CORPUS = Path(__file__).parent / "corpus"
 NAMES = sorted(p.name for p in CORPUS.iterdir() if (p / "before").is_dir())
@@ -78,8 +79,10 @@ def test_corpus_migrates_to_the_golden_diff_then_validates_then_is_idempotent(na
     code_after = {k: v for k, v in _snapshot(package).items() if Path(k).suffix in CODE_SUFFIXES}
     assert code_after == code_before  # code files are never touched
 
-    # The untouched code still loads in the real host against the migrated manifest.
-    verdict = package_code_try_load(result.manifest)
+    # The untouched code still loads in the real host against the migrated manifest (the
+    # author's own folder: community code, run contained, with the author's consent).
+    with author_code_consent("plugin_migrate test"):
+        verdict = package_code_try_load(result.manifest)
     assert verdict.ok, verdict.message
 
     again = migrate_plan(package)

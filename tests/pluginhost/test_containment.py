@@ -32,7 +32,7 @@ from eventlog.models import SessionEvent
 from pluginhost.errors import PluginLoadError
 from pluginhost.host import network_namespace_prefix
 from pluginhost.pool import host_for, host_pool
-from pluginhost.services import plugin_load
+from pluginhost.services import load_request, plugin_load
 from sessions.models import PluginData
 from sessions.services import SessionProblem, session_create, session_rpc
 from worlds.models import World
@@ -465,7 +465,8 @@ def test_the_permission_flags_deny_files_children_and_network(tmp_path, communit
     manifest = _manifest("prowler")
     host = host_for(manifest)
     plugin_load(manifest=manifest)
-    folder = Path(manifest.path).resolve()
+    # The host reads the approved copy of the package (approvals/store.py), not its folder.
+    folder = Path(load_request(manifest)["root"])
     probe = folder / "probe.mjs"
     probe.write_text(
         """
@@ -474,7 +475,7 @@ import cp from "node:child_process";
 import net from "node:net";
 const out = {};
 const tryIt = (name, fn) => { try { fn(); out[name] = "allowed"; } catch (e) { out[name] = e.code; } };
-tryIt("readOwn", () => fs.readFileSync(new URL("./PLUGIN.md", import.meta.url)));
+tryIt("readOwn", () => fs.readFileSync(new URL("./server/index.js", import.meta.url)));
 tryIt("readPasswd", () => fs.readFileSync("/etc/passwd"));
 tryIt("readHubSettings", () => fs.readFileSync(process.argv[2]));
 tryIt("writeOwn", () => fs.writeFileSync(new URL("./x.txt", import.meta.url), "x"));
