@@ -87,6 +87,7 @@ def interaction_submit(
                 )
             ],
             settle=settle,
+            answering=interaction.runtime_id,
         )
         Interaction.objects.filter(pk=interaction.pk).update(
             status=Interaction.Status.SUBMITTED, values=kept, submitted_at=timezone.now()

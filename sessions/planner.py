@@ -41,7 +41,7 @@ class PlannedRuntime:
     package: str
     runtime: str  # qualified ID
     stage: str
-    activation: str  # auto, manual, event, setup
+    activation: str  # auto, manual, event, setup, form-answer
     reason: str
     manifest: RuntimeManifest
     detached: Mapping[str, Any] | None = None
@@ -259,12 +259,15 @@ def plan_turn(
     manual: Collection[str] = (),
     recorded_versions: Mapping[str, str] | None = None,
     include_auto: bool = True,
+    answering: str = "",
 ) -> Plan:
     """The ordered plan of one turn.
 
     phase: "setup" or "playing". manual: qualified IDs of runtimes activated by hand.
     recorded_versions: package -> version whose setup runtimes already ran for this session.
     include_auto: False plans only manual and event activations (a manual run outside a turn).
+    answering: the qualified ID of the runtime whose form this turn answers. A setup runtime
+    that already ran still runs on that turn, so the answer reaches the code that asked for it.
     """
     recorded = dict(recorded_versions or {})
     manual_set = set(manual)
@@ -292,7 +295,8 @@ def plan_turn(
             kind = schedule.get("trigger", {}).get("type", "auto")
             if kind == "auto" and not include_auto:
                 continue
-            if runtime.stage == "setup":
+            answered = bool(answering) and rid == answering
+            if runtime.stage == "setup" and not answered:
                 if phase != "setup" and recorded.get(manifest.id) == manifest.version:
                     dormant.append(
                         Skip(
@@ -314,7 +318,10 @@ def plan_turn(
                 continue
             reason = decision.reason
             activation = decision.code
-            if runtime.stage == "setup" and phase != "setup":
+            if answered and runtime.stage == "setup":
+                reason = f"{rid} asked for the form this turn answers"
+                activation = "form-answer"
+            elif runtime.stage == "setup" and phase != "setup":
                 before = recorded.get(manifest.id)
                 reason = (
                     f"{rid} sets up {manifest.id}, new in this session"

@@ -140,6 +140,9 @@ class TurnRequest:
     # and a retried job for the same one. ctx.execution.sourceTurnId and the dice seed are keyed
     # by it, so a retry draws the same numbers. Empty: the turn itself.
     execution_source: str = ""
+    # The qualified runtime whose form this turn answers (sessions.interactions): the planner
+    # runs it even when it is a setup runtime that already ran, so the answer reaches it.
+    answering: str = ""
 
     @property
     def include_auto(self) -> bool:
@@ -298,6 +301,7 @@ class TurnExecutor:
             manual=set(self.request.manual),
             recorded_versions=self.session.setup_versions or {},
             include_auto=self.request.include_auto,
+            answering=self.request.answering,
         )
 
     def statuses(self) -> dict[str, str]:

@@ -48,14 +48,19 @@ export default async function handler(ctx) {
   }
   const draw = () => ctx.random();
   const style = ctx.userSettings?.style === "lyrical" ? "lyrical" : "terse";
-  const message = cleanMessage(ctx.playerMessage);
+  // A turn that only answers a form carries the hub's summary of the answer as its message
+  // ("[Player input] <title>: ..."), not words the player spoke: narrate no deed then, rather
+  // than reading the summary back as "You [Player input] ...".
+  const actions = Array.isArray(ctx.playerActions) ? ctx.playerActions : [];
+  const answersOnly = actions.length > 0 && actions.every((a) => a?.kind === "form");
+  const message = answersOnly ? "" : cleanMessage(ctx.playerMessage);
   const place = pick(PLACES, draw);
   const witness = witnessName(ctx.world, draw);
   const twist = pick(TWISTS, draw);
 
   // "I open the gate." reads as "You open the gate" in second person.
   const action = message.replace(/^I\s+/i, "").replace(/[.!?]+$/, "");
-  const deed = action ? `You ${action}` : "You wait";
+  const deed = action ? `You ${action}` : answersOnly ? "You take it all in" : "You wait";
   const sentences =
     style === "lyrical"
       ? [`${pick(LYRICAL_OPENINGS, draw)} ${place}.`, `${deed}, and ${witness} watches with bright, unreadable eyes.`, twist]

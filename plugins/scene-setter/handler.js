@@ -1,10 +1,33 @@
-import { MOODS, TIMES, openingScene } from "./lib/scene.js";
+import { MOODS, TIMES, openingScene, sceneFromForm, sceneProblems } from "./lib/scene.js";
+
+const FORM_PREFIX = "scene-form-";
 
 /** @type {import("@covel/plugin-handlers-utils").PluginFunctionHandler} */
 export default async function handler(ctx) {
   if (typeof ctx.random !== "function") {
     return { outcome: "failed", error: "ctx.random is not available; the opening scene is drawn from seeded randomness" };
   }
+  // The player answered our form: the hub runs this runtime again on that turn, and the answer
+  // becomes the scene. The validator already checked the values; check again, as a form answer
+  // is player input and this write is ours.
+  const answer = (ctx.playerActions ?? []).find(
+    (action) => action?.kind === "form" && String(action.interactionId ?? "").startsWith(FORM_PREFIX),
+  );
+  if (answer) {
+    const problems = sceneProblems(answer.fields);
+    if (problems.length > 0) {
+      return { outcome: "failed", error: problems.map((p) => `${p.field}: ${p.message}`).join(" ") };
+    }
+    const chosen = sceneFromForm(answer.fields);
+    await ctx.pluginData.set("scene", "current", chosen);
+    return {
+      outcome: "success",
+      value: chosen,
+      effects: { events: [{ topic: "scene.set", data: chosen }] },
+      completion: "done",
+    };
+  }
+
   // A rerun of setup (a new package version) keeps the scene the table already has.
   const existing = await ctx.pluginData.get("scene", "current");
   const scene = existing ?? openingScene(() => ctx.random());

@@ -52,6 +52,30 @@ def test_plugin_data_values_are_indented_json_in_a_fold(client, harbor_session, 
     assert "\n  &quot;Oduya&quot;: {\n    &quot;score&quot;: -2\n  }" in pre
 
 
+def test_the_bundled_source_plugins_real_jobs_succeed_and_its_row_has_no_red(
+    client, fresh_install, alice, settings, tmp_path
+) -> None:
+    """The jobs a fresh install runs, with the real binary and no feed configured: they read
+    the example feed the plugin ships, so the row reads plainly "Loaded"."""
+    from sources import services
+    from sources.models import SourceJob, SourceJobRun
+
+    settings.VAR_DIR = tmp_path / "var"  # the plugin's data folder: empty, as on a fresh install
+    SourceJob.objects.exclude(plugin__plugin_id="localfeed").update(active=False)
+    run_ids = services.source_jobs_dispatch()
+    assert len(run_ids) == SourceJob.objects.filter(plugin__plugin_id="localfeed").count() == 2
+    runs = [services.source_job_run_execute(run_id=run_id) for run_id in run_ids]
+    assert [(r.outcome, r.error) for r in runs] == [("succeeded", "")] * 2
+    assert {r.result["feed"] for r in runs} == {"example"}
+    assert SourceJobRun.objects.filter(outcome="failed").count() == 0
+    client.force_login(alice)
+    html = client.get("/sources/").content.decode()
+    row = html[html.index("<code>localfeed</code>") :]
+    row = row[: row.index("</tr>")]
+    assert '<span class="state-loaded">Loaded</span>' in row
+    assert "failing" not in row and "state-error" not in row and "not run yet" not in row
+
+
 def test_the_source_plugin_row_shows_failing_jobs(client, fresh_install, alice) -> None:
     from sources.models import SourceJob, SourceJobRun
 

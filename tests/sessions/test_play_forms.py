@@ -25,7 +25,7 @@ from test_play_support import (
 from agents.models import ModelSlot
 from agents.standin import StandInModel
 from eventlog.models import SessionEvent
-from sessions.models import Interaction, Turn
+from sessions.models import Interaction, PluginData, Turn
 from sessions.services import session_create
 
 SHEET = """
@@ -429,3 +429,34 @@ def test_the_bundled_scene_setter_offers_its_form_on_the_first_turn(db, alice):
     )
     assert answer.status_code == 200, answer.content
     assert answer.json()["narrativeText"]
+
+
+def test_answering_the_scene_form_sets_the_scene(db, alice):
+    """The answer goes back to the setup runtime that asked: its own code stores the scene, and
+    the story does not read the hub's summary of the answer back as the player's deed."""
+    index_bundled("narrator", "scene-setter")
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["scene-setter"]))
+    first = play(session, "I look around.")
+    [row] = Interaction.objects.filter(session=session)
+    opening = PluginData.objects.get(session=session, plugin_id="scene-setter", key="current")
+    assert opening.value["place"] == row.form["fields"][0]["default"]
+    chosen = {"place": "  The bell tower ", "mood": "eerie", "time": "night", "details": "Rope."}
+    answer = submit(client_for(alice), session, chosen, interaction_id=row.interaction_id)
+    assert answer.status_code == 200, answer.content
+    result = answer.json()
+    ran = by_runtime(result)["scene-setter"]
+    assert (ran["status"], ran["activation"]) == ("succeeded", "form-answer"), ran
+    scene = {"place": "The bell tower", "mood": "eerie", "time": "night", "details": "Rope."}
+    assert ran["output"] == scene
+    stored = PluginData.objects.get(session=session, plugin_id="scene-setter", key="current")
+    assert (stored.namespace, stored.value) == ("scene", scene)
+    story = result["narrativeText"]
+    assert "[Player input]" not in story and "Adjust the opening scene" not in story
+    assert story.startswith("You take it all in")
+    # The answer asked for no new form, and the next ordinary turn leaves the scene alone.
+    assert Interaction.objects.filter(session=session).count() == 1
+    later = play(session, "I climb.")
+    assert "scene-setter" not in by_runtime(later)
+    assert later["turnId"] != first["turnId"]
+    stored.refresh_from_db()
+    assert stored.value == scene

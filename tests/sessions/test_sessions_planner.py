@@ -62,6 +62,31 @@ def test_setup_re_runs_when_the_package_version_changed(bundled):
     assert planned.activation == "setup" and "changed from 0.8.0 to 0.9.0" in planned.reason
 
 
+def test_a_setup_runtime_that_ran_runs_again_on_the_turn_answering_its_form(bundled):
+    manifests = [bundled["scene-setter"], bundled["narrator"]]
+    versions = {m.id: m.version for m in manifests}
+    plan = plan_turn(
+        manifests=manifests,
+        phase="playing",
+        turn=2,
+        recorded_versions=versions,
+        answering="scene-setter",
+    )
+    assert levels(plan, "setup") == [["scene-setter"]]
+    planned = plan.by_id["scene-setter"]
+    assert planned.activation == "form-answer"
+    assert planned.reason == "scene-setter asked for the form this turn answers"
+    # Another runtime's form does not wake it.
+    other = plan_turn(
+        manifests=manifests,
+        phase="playing",
+        turn=2,
+        recorded_versions=versions,
+        answering="narrator",
+    )
+    assert [d.code for d in other.dormant if d.runtime == "scene-setter"] == ["setup-done"]
+
+
 def test_runtimes_are_levelled_by_needs_after_and_inputs(pkg):
     manifest = pkg(
         "flow",

@@ -124,9 +124,22 @@ def write_plugin(tmp_path: Path) -> PluginWriter:
     return write
 
 
+EXAMPLE_FEED = "example-feed.json"  # the feed the example ships, read until one is configured
+
+
 @pytest.fixture
 def example_copy(tmp_path: Path) -> Path:
-    """A copy of the example plugin in a folder of its own (tmp/plugins/localfeed)."""
+    """A copy of the example plugin in a folder of its own (tmp/plugins/localfeed), as shipped:
+    with its example feed, so its jobs succeed until a feed.json is put in its data folder."""
     target = tmp_path / "plugins" / "localfeed"
     shutil.copytree(EXAMPLE, target)
     return target
+
+
+@pytest.fixture
+def feedless_copy(example_copy: Path) -> Path:
+    """The example copy without its shipped feed: Ingest fails (feed-unavailable) until a
+    feed.json appears in its data folder. Tests of failures build this case explicitly rather
+    than rely on the bundled plugin failing."""
+    (example_copy / EXAMPLE_FEED).unlink()
+    return example_copy

@@ -104,7 +104,7 @@ def test_a_run_calls_the_example_binarys_ingest(var_dir: Path, example_copy: Pat
     job = SourceJob.objects.get(name="ingest")
     run = run_once(job)
     assert run.outcome == "succeeded", run.error
-    assert run.result == {"job": "ingest", "units": 3}
+    assert run.result == {"job": "ingest", "units": 3, "feed": "feed.json"}
     assert run.started_at <= run.ended_at and run.error == ""
     assert run.wait_ns == 5 * MINUTE and run.next_run_at == run.ended_at + timedelta(minutes=5)
     job.refresh_from_db()
@@ -113,8 +113,38 @@ def test_a_run_calls_the_example_binarys_ingest(var_dir: Path, example_copy: Pat
     assert units == {"job": "ingest", "keys": ["news#1", "news#2", "news#3"]}
 
 
-def test_a_failed_run_waits_retry_then_doubles_up_to_every(
+def test_as_shipped_the_example_ingests_its_own_example_feed(
     var_dir: Path, example_copy: Path
+) -> None:
+    """A fresh install has no feed.json yet: the example reads the feed it ships, so its jobs
+    succeed rather than fail every five minutes; a feed.json, once there, wins."""
+    shipped = json.loads((example_copy / "example-feed.json").read_text())
+    services.source_plugins_sync()
+    job = SourceJob.objects.get(name="ingest")
+    run = run_once(job)
+    assert run.outcome == "succeeded", run.error
+    assert run.result == {"job": "ingest", "units": len(shipped["items"]), "feed": "example"}
+    units = json.loads((var_dir / "sources" / "localfeed" / "units.json").read_text())
+    assert units["keys"] == [f"example#{item['number']}" for item in shipped["items"]]
+    feed(var_dir, [9])
+    run = run_once(job)
+    assert run.result == {"job": "ingest", "units": 1, "feed": "feed.json"}
+
+
+def test_a_broken_feed_is_an_error_not_a_fall_back_to_the_example(
+    var_dir: Path, example_copy: Path
+) -> None:
+    services.source_plugins_sync()
+    folder = var_dir / "sources" / "localfeed"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "feed.json").write_text("{not json")
+    run = run_once(SourceJob.objects.get(name="ingest"))
+    assert run.outcome == "failed" and "feed-unavailable: unreadable feed at" in run.error
+    assert "feed.json" in run.error
+
+
+def test_a_failed_run_waits_retry_then_doubles_up_to_every(
+    var_dir: Path, feedless_copy: Path
 ) -> None:
     services.source_plugins_sync()
     job = SourceJob.objects.get(name="ingest")  # every 5m, retry 30s

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sources.conftest import EXAMPLE, REPO, example_manifest, to_toml
+from tests.sources.conftest import EXAMPLE, EXAMPLE_FEED, REPO, example_manifest, to_toml
 
 RETRY_MS, EVERY_MS = 500, 1500
 # The sources tests' own Redis database, so no colleague's worker takes our messages.
@@ -47,6 +47,8 @@ def flaky_env(tmp_path: Path, broker_url: str) -> dict[str, str]:
     folder = plugins / "flakyfeed"
     shutil.copytree(EXAMPLE, folder)
     (folder / "localfeed").rename(folder / "flakyfeed")
+    # Without the shipped example feed, Ingest fails until the driver writes a feed.json.
+    (folder / EXAMPLE_FEED).unlink()
     data = example_manifest()
     data["id"] = "flakyfeed"
     data["source"]["ui"]["views"] = [{"id": "flakyfeed-inbox", "rows": True}]
@@ -147,7 +149,7 @@ def test_a_job_fails_three_times_then_succeeds_with_its_backoff(
         -3000:
     ]
     assert all("feed-unavailable: no feed at" in r["error"] for r in runs[:3])
-    assert runs[3]["result"] == {"job": "ingest", "units": 2}
+    assert runs[3]["result"] == {"job": "ingest", "units": 2, "feed": "feed.json"}
     # The wait after each run: retry, doubled, then capped at every; every after the success.
     ms = 1_000_000
     assert [r["wait_ns"] for r in runs] == [

@@ -38,6 +38,16 @@ export function sceneProblems(values) {
   return problems;
 }
 
+/** The scene a (valid) form answer describes: trimmed, optional parts left out when empty. */
+export function sceneFromForm(values) {
+  const scene = { place: values.place.trim() };
+  if (MOODS.includes(values.mood)) scene.mood = values.mood;
+  if (TIMES.includes(values.time)) scene.time = values.time;
+  const details = typeof values.details === "string" ? values.details.trim() : "";
+  if (details) scene.details = details;
+  return scene;
+}
+
 export function briefOf(scene) {
   if (!scene || typeof scene.place !== "string") return null;
   const when = scene.time ? ` at ${scene.time}` : "";
