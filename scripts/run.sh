@@ -11,7 +11,8 @@ mkdir -p "$VAR"
 
 # DEBUG is off, so the hub needs a secret key: the embedded default makes one, once.
 if [ -z "${SECRET_KEY:-}" ] && [ -z "${SECRET_KEY_FILE:-}" ] && [ ! -s "$VAR/secret_key" ]; then
-  (umask 077 && $PY -c "import secrets; print(secrets.token_urlsafe(50))" >"$VAR/secret_key")
+  # Plain python3: on a fresh machine the venv does not exist yet.
+  (umask 077 && "${PYTHON:-python3}" -c "import secrets; print(secrets.token_urlsafe(50))" >"$VAR/secret_key")
 fi
 
 if [ "${COVEL_SKIP_INSTALL:-}" != "1" ]; then
