@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
 
@@ -38,8 +39,13 @@ class UserLanguageMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         chosen = supported_language(request.GET.get("lang", "")) if "lang" in request.GET else None
         if chosen is None and hasattr(request, "session"):
-            # Copied from the user's Preference at login (no query per request).
-            stored = request.session.get(SESSION_KEY, "")
+            # Copied from the user's Preference at login (no query per request). Reading the
+            # session may need the database: without a free connection the view's own query
+            # answers 503 (core.middleware), so the language falls back instead of a 500 here.
+            try:
+                stored = request.session.get(SESSION_KEY, "")
+            except OperationalError:
+                stored = ""
             chosen = supported_language(stored) if stored else None
         if chosen is not None:
             translation.activate(chosen)

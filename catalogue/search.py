@@ -41,7 +41,7 @@ RANK_FUZZY = 5
 FUZZY_MIN_LENGTH = 4
 # difflib ratio for the Python fallback; trigram word similarity on PostgreSQL.
 FUZZY_RATIO = 0.8
-TRIGRAM_THRESHOLD = 0.5
+TRIGRAM_THRESHOLD = 0.7
 _WORD = re.compile(r"[\w@.-]+")
 
 
@@ -114,7 +114,10 @@ class DatabasePackageSearch:
         corrections = self._corrections(queryset, words)
         similar: dict[str, str] = {}
         if trigram_available(queryset.db):
-            queryset, similar = self._trigram(queryset, words)
+            # Only a word no package contains is a misspelling to correct: "narrator" must not
+            # also find every package that says "narrative".
+            unknown = [w for w in words if not queryset.filter(search_text__contains=w).exists()]
+            queryset, similar = self._trigram(queryset, unknown)
         matches = Q()
         for word in words:
             either = Q(search_text__contains=word)
