@@ -201,7 +201,35 @@ class LocalBackend(_Backend):
                 path.unlink()
 
 
-class RedisBackend(_Backend):
+class _ThreadBackend(_Backend):
+    """A backend whose wake-ups from other processes arrive on one listener thread
+    (`_listen`, which sets `_ready` once subscribed and returns when `_stop` is set)."""
+
+    def __init__(self, hub: _Hub) -> None:
+        super().__init__(hub)
+        self._ready = threading.Event()
+        self._started = False
+        self._stop = False
+        self._lock = threading.Lock()
+
+    def _listen(self) -> None:
+        raise NotImplementedError
+
+    def listening(self) -> bool:
+        return self._ready.is_set()
+
+    def ensure_listening(self) -> None:
+        with self._lock:
+            if not self._started:
+                self._started = True
+                threading.Thread(
+                    target=self._listen, name=f"covel-notify-{self.name}", daemon=True
+                ).start()
+        if not self._ready.wait(READY_TIMEOUT_SECONDS):
+            raise TimeoutError(f"{self.name} did not confirm the notification channel")
+
+
+class RedisBackend(_ThreadBackend):
     """PUBLISH to the channel; one listener thread per process holds PSUBSCRIBE <prefix>*."""
 
     name = "redis"
@@ -212,10 +240,6 @@ class RedisBackend(_Backend):
 
         self.url = url
         self.client = redis.Redis.from_url(url)
-        self._ready = threading.Event()
-        self._started = False
-        self._stop = False
-        self._lock = threading.Lock()
         self._pubsub: Any = None
 
     def publish(self, channel: str) -> None:
@@ -224,19 +248,6 @@ class RedisBackend(_Backend):
         except Exception:
             # Streams still wake at their keep-alive; a lost wake-up only costs latency.
             log.warning("could not publish on %s", channel, exc_info=True)
-
-    def listening(self) -> bool:
-        return self._ready.is_set()
-
-    def ensure_listening(self) -> None:
-        with self._lock:
-            if not self._started:
-                self._started = True
-                threading.Thread(
-                    target=self._listen, name="covel-notify-redis", daemon=True
-                ).start()
-        if not self._ready.wait(READY_TIMEOUT_SECONDS):
-            raise TimeoutError(f"Redis at {self.url} did not confirm the notification channel")
 
     def _listen(self) -> None:
         import redis
@@ -276,7 +287,7 @@ class RedisBackend(_Backend):
                 self._pubsub.close()
 
 
-class PostgresBackend(_Backend):
+class PostgresBackend(_ThreadBackend):
     """NOTIFY covel_events '<channel>' and one LISTEN connection per listening process."""
 
     name = "postgres"
@@ -285,10 +296,6 @@ class PostgresBackend(_Backend):
     def __init__(self, hub: _Hub, conninfo: str) -> None:
         super().__init__(hub)
         self.conninfo = conninfo
-        self._ready = threading.Event()
-        self._started = False
-        self._stop = False
-        self._lock = threading.Lock()
 
     def publish(self, channel: str) -> None:
         from django.db import connection
@@ -299,17 +306,6 @@ class PostgresBackend(_Backend):
                 cursor.execute("SELECT pg_notify(%s, %s)", [self.PG_CHANNEL, channel])
         except Exception:
             log.warning("could not publish on %s", channel, exc_info=True)
-
-    def listening(self) -> bool:
-        return self._ready.is_set()
-
-    def ensure_listening(self) -> None:
-        with self._lock:
-            if not self._started:
-                self._started = True
-                threading.Thread(target=self._listen, name="covel-notify-pg", daemon=True).start()
-        if not self._ready.wait(READY_TIMEOUT_SECONDS):
-            raise TimeoutError("PostgreSQL did not confirm LISTEN")
 
     def _listen(self) -> None:
         import psycopg
