@@ -127,6 +127,7 @@
       return;
     }
     if (!row) {
+      dataBody.querySelector(".empty")?.remove();
       row = dataBody.insertRow();
       row.dataset.key = key;
       for (let i = 0; i < 4; i += 1) row.insertCell();

@@ -69,3 +69,12 @@ def test_the_switch_persists_per_user(client, fresh_install, alice):
 def test_an_anonymous_switch_lives_in_the_cookie(client, fresh_install):
     client.post("/language/", {"language": "zh-hans"})
     assert "<h1>插件</h1>" in client.get("/").content.decode()
+
+
+def test_the_tokens_page_speaks_chinese(client, alice):
+    client.force_login(alice)
+    html = client.get("/accounts/tokens/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "创建令牌" in html and "还没有令牌。" in html
+    assert "Create a token" not in html
+    english = client.get("/accounts/tokens/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Create a token" in english and "创建令牌" not in english

@@ -4,9 +4,13 @@ screenshot of each main page is saved under var/screenshots/ for a person to rev
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sessions"))
+from test_play_support import play  # noqa: E402
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
@@ -108,6 +112,9 @@ def test_error_pages_and_favicon_are_styled(viewport_page, live_server, fresh_in
 
 def test_screenshots_of_the_main_pages(viewport_page, live_server, harbor_session, bob) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    # A session that has been played looks as a player sees it: story, runtimes, plugin data.
+    for message in ("I walk along the quay.", "I ask the harbour master about the storm."):
+        assert play(harbor_session, message)["status"] == "committed"
     pages = {
         "home": "/",
         "detail": "/packages/affinity/",
@@ -122,6 +129,9 @@ def test_screenshots_of_the_main_pages(viewport_page, live_server, harbor_sessio
             for name, url in pages.items():
                 page.goto(live_server.url + url)
                 assert overflow(page) == 0, (name, width)
+                if name == "session":
+                    assert page.locator("#story li.turn").count() == 2
+                    assert page.locator("#runtimes li.runtime").count() > 0
                 path = SCREENSHOTS / f"{name}-{width}-{scheme}.png"
                 page.screenshot(path=str(path), full_page=True)
                 assert path.stat().st_size > 5_000
