@@ -22,7 +22,8 @@ from typing import Protocol
 
 from django.db import connections
 from django.db.backends.signals import connection_created
-from django.db.models import Case, FloatField, IntegerField, Q, QuerySet, Value, When
+from django.contrib.postgres.lookups import TrigramWordSimilar
+from django.db.models import Case, F, FloatField, IntegerField, Q, QuerySet, Value, When
 from django.db.models.expressions import Func
 
 from catalogue.models import Package
@@ -124,7 +125,11 @@ class DatabasePackageSearch:
             for alternative in corrections.get(word, []):
                 either |= Q(search_text__contains=alternative)
             if word in similar:
-                either |= Q(**{f"{similar[word]}__gte": TRIGRAM_THRESHOLD})
+                # The operator (pg_trgm's own threshold, 0.6) lets the GIN index of migration
+                # 0009 pick the few candidates; the exact threshold is then checked on those.
+                either |= Q(TrigramWordSimilar(F("search_text"), Value(word))) & Q(
+                    **{f"{similar[word]}__gte": TRIGRAM_THRESHOLD}
+                )
             matches &= either
         corrected = [" ".join(corrections.get(w, [w])[0] for w in words)] if corrections else []
         fuzzy_name = Q(pk__in=[])

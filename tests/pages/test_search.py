@@ -92,3 +92,19 @@ def test_trigram_is_used_on_postgresql_when_installed():
     from django.db import connection
 
     assert trigram_available() == (connection.vendor == "postgresql")
+
+
+def test_postgresql_corrects_a_misspelt_description_word_through_its_index(client, fresh_install):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        # The portable fallback corrects names and ids only: a description word stays literal.
+        assert ids(client, "mysteris") == []
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM pg_indexes WHERE indexname = 'catalogue_package_search_trgm'"
+        )
+        assert cursor.fetchone() is not None
+    # "mysteries" is only in story-agent's description, never in a name.
+    assert ids(client, "mysteris") == ["story-agent"]
