@@ -20,9 +20,9 @@ import difflib
 import re
 from typing import Protocol
 
+from django.contrib.postgres.lookups import TrigramWordSimilar
 from django.db import connections
 from django.db.backends.signals import connection_created
-from django.contrib.postgres.lookups import TrigramWordSimilar
 from django.db.models import Case, F, FloatField, IntegerField, Q, QuerySet, Value, When
 from django.db.models.expressions import Func
 

@@ -102,9 +102,7 @@ def test_postgresql_corrects_a_misspelt_description_word_through_its_index(clien
         assert ids(client, "mysteris") == []
         return
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM pg_indexes WHERE indexname = 'catalogue_package_search_trgm'"
-        )
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'catalogue_package_search_trgm'")
         assert cursor.fetchone() is not None
     # "mysteries" is only in story-agent's description, never in a name.
     assert ids(client, "mysteris") == ["story-agent"]
