@@ -606,7 +606,7 @@ class TurnExecutor:
             return self.request.trigger_event
         if planned.activation != "event":
             return None
-        topic = (planned.manifest.data.get("trigger") or {}).get("topic")
+        topic = (planned.manifest.schedule.get("trigger") or {}).get("topic")
         return self.trigger_events.get(str(topic)) if topic else None
 
     def _execution_source(self) -> str:
