@@ -87,6 +87,7 @@ class AgentRuntimeContext:
     player_message: str = ""
     story_text: str | None = None  # this turn's story, for runtimes after the narrative
     history: Sequence[Turn] = ()
+    history_windowed: bool = False  # history is already cut to agent.history (PromptContext)
     summary: str | None = None
     inputs: Mapping[str, Any] = field(default_factory=dict)  # name -> bound value (unwrapped)
     payload: Any = None  # a manual trigger's payload (the model reads it in <trigger-payload>)
@@ -588,6 +589,7 @@ def run_agent_runtime(
             player_message=context.player_message,
             story_text=context.story_text,
             history=context.history,
+            history_windowed=context.history_windowed,
             summary=context.summary,
             inputs=context.inputs,
             self_data=_self_data(manifest, runtime, context),

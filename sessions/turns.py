@@ -984,6 +984,7 @@ class TurnExecutor:
             player_message=self.request.message,
             story_text=self.narrative_text or None,
             history=self._history(max_turns=bounds.get("maxTurns")),
+            history_windowed=True,
             inputs={name: bound["value"] for name, bound in inputs.items()},
             payload=self.request.manual.get(planned.runtime),
             variables={"world": self.world, "settings": user_settings},
