@@ -404,18 +404,18 @@ def state_commit_sources(executor: Any) -> dict[str, list[dict[str, Any]]]:
     return {r: _proposals(executor, r) for r in _writers(executor)}
 
 
-def post_state_commit(executor: Any, sources: Mapping[str, list[dict[str, Any]]]) -> None:
+def post_state_commit(
+    executor: Any, sources: Mapping[str, list[dict[str, Any]]], kept: Iterable[str]
+) -> None:
     """PostStateCommit (parallel, observe only), after the commit, once per runtime whose
-    writes were saved: {proposals, result: {committed: true}}."""
+    writes were saved (kept: the commit's kept runtimes): {proposals, result: {committed}}."""
     hooks: HookDispatcher = executor.hooks
     if not sources:
         return
     before = len(hooks.log)
-    kept = executor.overlay.completed
+    saved = set(kept)
     for runtime, proposals in sources.items():
-        if runtime in kept and executor.results[runtime].status in ("succeeded", "dropped"):
-            if executor.results[runtime].code in ("write-refused", "read-refused-write"):
-                continue
+        if runtime in saved:
             hooks.dispatch(
                 "PostStateCommit",
                 {"proposals": proposals, "result": {"committed": True}},

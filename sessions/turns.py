@@ -1206,7 +1206,7 @@ class TurnExecutor:
                 self.emit("runtime.status", self.results[dropped.runtime].as_dict())
             self._release_events()
             self._commit_asks(session, kept)
-        hooks.post_state_commit(self, committed_sources)
+        hooks.post_state_commit(self, committed_sources, kept)
         return commit_info
 
     def record_hooks(self) -> None:
