@@ -351,3 +351,74 @@ def test_a_pre_compaction_abort_keeps_the_whole_history(db, alice, tmp_path):
         ("PreCompaction", "aborted"),
         ("PostCompaction", "error"),
     ]
+
+
+def test_the_api_answers_a_vetoed_turn_with_its_reason_and_hooks(db, alice, tmp_path):
+    from django.test import Client
+
+    hooked(
+        tmp_path,
+        "bouncer",
+        ["TurnStart"],
+        'covel.on("TurnStart", async () => ({ action: "abort", reason: "closed for the night" }));',
+    )
+    index_bundled("narrator")
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["bouncer"]))
+    client = Client()
+    client.force_login(alice)
+    answer = client.post(
+        f"/api/sessions/{session.pk}/actions",
+        json.dumps({"message": "Let me in."}),
+        content_type="application/json",
+    )
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["abortReason"] == "TurnStart hook of bouncer aborted the turn: closed for the night"
+    assert body["runtimes"] == [] and body["status"] == "failed"
+    assert body["hooks"] == [
+        {
+            "event": "TurnStart",
+            "package": "bouncer",
+            "phase": "normal",
+            "outcome": "aborted",
+            "message": "closed for the night",
+        }
+    ]
+
+
+def test_tool_hooks_change_a_call_and_its_result(db, alice, tmp_path):
+    from agents.models import ModelSlot
+    from agents.standin import StandInModel
+
+    body = """
+const { tool, z } = covel.toolkit;
+covel.registerTool(tool({ name: "shout", description: "Shout.", parameters: z.object({ text: z.string() }),
+  async execute({ text }) { return { said: text }; } }));
+covel.on("PreToolUse", async (_ctx, p) => ({ action: "continue", replace: { toolCall: { arguments: JSON.stringify({ text: "changed" }) } } }));
+covel.on("PostToolUse", async (_ctx, p) => ({ action: "continue", replace: { result: { said: p.result.said + "!" } } }));
+"""
+    folder = write_plugin(
+        tmp_path,
+        "crier",
+        {
+            "contributes": {"tools": ["shout"], "hooks": ["PreToolUse", "PostToolUse"]},
+            "runtime": {
+                "description": "Shouts once.",
+                "schedule": {"stage": "post-turn"},
+                "agent": {"model": "utility"},
+            },
+        },
+        files={"server/index.js": "export default function register(covel) {\n" + body + "}\n"},
+    )
+    index_folder(folder)
+    index_bundled("narrator")
+    call = {"id": "s1", "name": "shout", "arguments": json.dumps({"text": "hello"})}
+    with StandInModel([{"toolCalls": [call]}, {"content": "done"}], exhausted_status=400) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        session = session_create(owner=alice, world=make_world(owner=alice, plugins=["crier"]))
+        crier = by_runtime(play(session, "Shout!"))["crier"]
+        second = model.requests[1]["messages"]
+    assert crier["status"] == "succeeded", crier
+    [answer] = [m for m in second if m.get("role") == "tool"]
+    # The tool ran with the arguments PreToolUse gave it; the model read PostToolUse's result.
+    assert json.loads(answer["content"]) == {"said": "changed!"}
