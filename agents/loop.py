@@ -11,6 +11,7 @@ be tested against a stand-in model alone.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -202,8 +203,10 @@ class _Loop:
         on_text: Callable[[str], None] | None,
         clock: Callable[[], float],
         deferred: Sequence[ToolSpec] = (),
+        hooks: Any = None,
     ) -> None:
         self.config = config
+        self.hooks = hooks  # lifecycle hooks (sessions.hooks.AgentHooks), or None
         self.endpoint = endpoint
         self.messages = list(messages)
         self.tools = list(tools)
@@ -248,25 +251,58 @@ class _Loop:
             return self.tools
         return [*self.tools, load_tools_spec(self.deferred.values())]
 
+    def hook(self, event: str, payload: dict[str, Any]) -> Any:
+        """Dispatch a lifecycle hook; its outcome, or None when no package hooks event."""
+        if self.hooks is None or not self.hooks.wants(event):
+            return None
+        return self.hooks(event, payload)
+
     def ask(self, *, tools_off: bool) -> ChatResult:
         offer = self.offered()
         tools = None if tools_off or not offer else [t.as_openai() for t in offer]
         choice = None if tools is None else self.config.forced_choice
+        messages, stream = self.messages, self.config.stream
+        # PreLLMCall rewrites this one request, never the run's transcript; an abort changes
+        # nothing (Covel: transform-only).
+        pre = self.hook("PreLLMCall", {"messages": messages, "stream": stream, "tools": tools})
+        if pre is not None and not pre.aborted:
+            if isinstance(pre.replaced.get("messages"), list):
+                messages = pre.replaced["messages"]
+            if isinstance(pre.replaced.get("stream"), bool):
+                stream = pre.replaced["stream"]
         before = self.clock()
         result = chat(
             self.endpoint,
-            messages=self.messages,
+            messages=messages,
             tools=tools,
             tool_choice=choice,
-            stream=self.config.stream,
+            stream=stream,
             limits=self.limits(),
             on_text=None if self.config.concealed else self.on_text,
             reasoning=self.config.reasoning,
         )
-        if self.config.stream and result.content:
+        if stream and result.content:
             self.streamed_ms += (self.clock() - before) * 1000
         self.trace_call(tools_off=tools is None, result=result)
         return result
+
+    def reviewed(self, result: ChatResult) -> tuple[ChatResult, str | None]:
+        """PostLLMResponse: a hook may patch the reply (replace.response) or turn it down with a
+        correction (replace.correction), which costs one of the `review` retries."""
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
+        response = {
+            "content": result.content,
+            "toolCalls": calls,
+            "finishReason": result.finish_reason,
+        }
+        outcome = self.hook("PostLLMResponse", {"response": response, "correction": None})
+        if outcome is None or outcome.aborted:
+            return result, None
+        patch = outcome.replaced.get("response")
+        if isinstance(patch, dict) and "content" in patch:
+            result = dataclasses.replace(result, content=patch["content"])
+        correction = outcome.replaced.get("correction")
+        return result, str(correction) if isinstance(correction, str) and correction else None
 
     def trace_call(self, *, tools_off: bool, result: ChatResult) -> None:
         if self.config.concealed:
@@ -309,7 +345,17 @@ class _Loop:
                     "deadline", "stopped before the time limit (deadlineReserveMs)"
                 )
             self.run.steps += 1
-            result = self.ask(tools_off=self.tools_off)
+            gate = self.hook("PreStep", {"step": self.run.steps, "maxSteps": self.config.max_steps})
+            if gate is not None and gate.aborted:
+                return self.run.fail(
+                    "hook-aborted", f"a PreStep hook stopped the run: {gate.reason}"
+                )
+            result, correction = self.reviewed(self.ask(tools_off=self.tools_off))
+            if correction and self.budgets.get("review", 0) > 0:
+                self.budgets["review"] -= 1
+                self.messages.append({"role": "assistant", "content": result.content or ""})
+                self.messages.append({"role": "user", "content": correction})
+                continue
             if result.truncated and (self.config.truncation == "reject" or not self.config.stream):
                 return self.run.fail(
                     "reply-truncated", "the model's reply was cut at the output limit"
@@ -339,7 +385,7 @@ class _Loop:
             }
         )
         for call in result.tool_calls:
-            outcome = self.call_tool(call.name, call.arguments)
+            outcome = self.guarded_call(call.id, call.name, call.arguments)
             self.messages.append(
                 {"role": "tool", "tool_call_id": call.id, "content": _as_text(outcome)}
             )
@@ -362,6 +408,32 @@ class _Loop:
         if self.config.loop_detection and self.is_looping(result):
             return self.on_loop()
         return None
+
+    def guarded_call(self, call_id: str, name: str, raw_arguments: str) -> ToolOutcome:
+        """PreToolUse may refuse the call (the model gets the refusal as the tool's result) or
+        change it (replace.toolCall); PostToolUse may replace the result the model reads
+        (replace.result) or end the tool loop (replace.terminate: the next ask has tools off)."""
+        tool_call = {"id": call_id, "name": name, "arguments": raw_arguments}
+        pre = self.hook("PreToolUse", {"toolCall": tool_call})
+        if pre is not None and pre.aborted:
+            return ToolOutcome(False, error=f"refused by a PreToolUse hook: {pre.reason}")
+        if pre is not None and isinstance(pre.replaced.get("toolCall"), dict):
+            tool_call = {**tool_call, **pre.replaced["toolCall"]}
+        outcome = self.call_tool(str(tool_call["name"]), str(tool_call["arguments"]))
+        post = self.hook(
+            "PostToolUse",
+            {
+                "toolCall": tool_call,
+                "result": outcome.content if outcome.ok else {"error": outcome.error},
+            },
+        )
+        if post is None or post.aborted:
+            return outcome
+        if "result" in post.replaced:
+            outcome = dataclasses.replace(outcome, content=post.replaced["result"])
+        if post.replaced.get("terminate") is True:
+            self.tools_off = True
+        return outcome
 
     def call_tool(self, name: str, raw_arguments: str) -> ToolOutcome:
         if name in self.deferred:
@@ -526,6 +598,7 @@ def run_agent(
     on_text: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     deferred: Sequence[ToolSpec] = (),
+    hooks: Any = None,
 ) -> AgentRun:
     """Run one agent runtime to completion or failure. Never raises for model or tool trouble.
 
@@ -543,7 +616,7 @@ def run_agent(
             return ToolOutcome(True, {"done": True}) if name == RUNTIME_DONE else inner(name, args)
 
     return _Loop(
-        config, endpoint, messages, tools, execute, output_schema, on_text, clock, deferred
+        config, endpoint, messages, tools, execute, output_schema, on_text, clock, deferred, hooks
     ).go()
 
 

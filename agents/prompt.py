@@ -47,6 +47,9 @@ class PromptContext:
     )  # namespace -> entries
     variables: Mapping[str, Any] = field(default_factory=dict)
     segments: Sequence[Mapping[str, Any]] = ()  # contributes.prompt of the active packages
+    # The caller already cut the history to agent.history.maxTurns (or, when a PreCompaction
+    # hook vetoed that, kept it whole): it is not cut again here.
+    history_windowed: bool = False
 
 
 @dataclass
@@ -101,7 +104,8 @@ def history_messages(runtime: Mapping[str, Any], context: PromptContext) -> list
     include_summary = True  # the shared session history carries the compacted summary
     if bounds is not None:
         keep = bounds["maxTurns"]
-        turns = turns[-keep:] if keep else []
+        if not context.history_windowed:
+            turns = turns[-keep:] if keep else []
         include_summary = bool(bounds.get("includeSummaries", False))
     messages: list[dict[str, str]] = []
     if include_summary and context.summary:

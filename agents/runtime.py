@@ -87,6 +87,7 @@ class AgentRuntimeContext:
     player_message: str = ""
     story_text: str | None = None  # this turn's story, for runtimes after the narrative
     history: Sequence[Turn] = ()
+    history_windowed: bool = False  # history is already cut to agent.history (PromptContext)
     summary: str | None = None
     inputs: Mapping[str, Any] = field(default_factory=dict)  # name -> bound value (unwrapped)
     payload: Any = None  # a manual trigger's payload (the model reads it in <trigger-payload>)
@@ -113,6 +114,10 @@ class AgentRuntimeContext:
     # How a plugin.data proposal's payload becomes ops (sessions.operations.proposal_ops): the
     # caller's, as the data handle is, since agents sit below sessions and import none of it.
     proposal_ops: Callable[[Mapping[str, Any]], list[Mapping[str, Any]]] | None = None
+    # The lifecycle hooks of the agent's points (sessions.hooks.AgentHooks): called with
+    # (event, payload), it answers an outcome with .aborted, .reason and .replaced; .wants(event)
+    # says whether any package hooks the event. None: no package hooks an agent event.
+    hooks: Any = None
 
 
 def agent_slot(runtime: RuntimeManifest, user_settings: Mapping[str, Any]) -> str:
@@ -504,6 +509,34 @@ def registered_tools_of(manifest: Manifest, callbacks: HostCallbacks) -> list[Ma
 _LOADED: dict[str, Any] = {}
 
 
+def _assembled(
+    context: AgentRuntimeContext, runtime: RuntimeManifest, messages: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """PostContextAssembly (once per run, after the prompt is assembled): a hook may replace
+    the system prompt and/or the messages after it; an abort changes nothing (as in Covel)."""
+    if context.hooks is None or not context.hooks.wants("PostContextAssembly"):
+        return messages
+    head = messages[0] if messages and messages[0].get("role") == "system" else None
+    rest = messages[1:] if head is not None else list(messages)
+    outcome = context.hooks(
+        "PostContextAssembly",
+        {
+            "systemPrompt": head["content"] if head is not None else "",
+            "messages": rest,
+            "outputKind": "story" if runtime.visibility == "story" else "plugin",
+            "locale": context.locale,
+        },
+    )
+    replaced = {} if outcome.aborted else outcome.replaced
+    system = replaced.get("systemPrompt", head["content"] if head is not None else None)
+    after = replaced.get("messages", rest)
+    if not isinstance(after, list):
+        after = rest
+    return ([{"role": "system", "content": str(system)}] if system else []) + [
+        dict(m) for m in after if isinstance(m, dict)
+    ]
+
+
 def run_agent_runtime(
     *,
     manifest: Manifest,
@@ -556,6 +589,7 @@ def run_agent_runtime(
             player_message=context.player_message,
             story_text=context.story_text,
             history=context.history,
+            history_windowed=context.history_windowed,
             summary=context.summary,
             inputs=context.inputs,
             self_data=_self_data(manifest, runtime, context),
@@ -563,6 +597,7 @@ def run_agent_runtime(
             segments=_segments(runtime, context),
         ),
     )
+    messages = _assembled(context, runtime, prompt.messages)
     story = runtime.visibility == "story"
     record = AgentRun()
     execute = _Executor(
@@ -571,13 +606,14 @@ def run_agent_runtime(
     run = run_agent(
         runtime=data,
         endpoint=endpoint,
-        messages=prompt.messages,
+        messages=messages,
         tools=[b.spec for b in toolset.offered],
         deferred=[b.spec for b in toolset.deferred],
         execute=execute,
         # A story runtime writes prose; its output is {"narrativeOutput": text}, checked below.
         output_schema=None if story else schema,
         on_text=context.on_text,
+        hooks=context.hooks,
     )
     run.events, run.notifications, run.forms, run.proposals = (
         record.events,

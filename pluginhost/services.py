@@ -25,6 +25,8 @@ DEFAULT_TOOL_TIMEOUT = 30.0
 DEFAULT_FUNCTION_TIMEOUT = 60.0
 # A guard only decides whether its runtime runs: it must be quick.
 DEFAULT_GUARD_TIMEOUT = 10.0
+# One hook handler's limit, as Covel's hook pipeline gives it (ms).
+DEFAULT_HOOK_HANDLER_MS = 5000
 LOAD_TIMEOUT = 15.0
 # Node never frees an imported module; after this many (re)loads a host starts afresh.
 MAX_LOADS_PER_HOST = 500
@@ -467,18 +469,29 @@ def plugin_hook_call(
     payload: Any,
     callbacks: HostCallbacks,
     context: Mapping[str, Any] | None = None,
+    enforce: str | None = None,
+    sequential: bool = False,
+    handler_timeout_ms: int = DEFAULT_HOOK_HANDLER_MS,
     timeout: float = DEFAULT_TOOL_TIMEOUT,
     host: NodeHost | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the package's hooks for one lifecycle event, in registration order; their results."""
-    answer = _call(
-        manifest,
-        host,
-        callbacks,
-        "hook",
-        {"event": event, "payload": payload, "context": dict(context or {})},
-        timeout,
-    )
+    """Run the package's hooks for one lifecycle event, in registration order; their results.
+
+    enforce: only the hooks of that phase (pre, normal, post); None runs them all.
+    sequential: each handler sees the payload the previous one replaced, and an abort ends the
+    chain. A handler that throws, outlasts handler_timeout_ms or answers no hook result is
+    reported in its result as `failure` ("error", "timeout", "invalid") with a `reason`.
+    """
+    params: dict[str, Any] = {
+        "event": event,
+        "payload": payload,
+        "context": dict(context or {}),
+        "sequential": sequential,
+        "handlerTimeoutMs": handler_timeout_ms,
+    }
+    if enforce is not None:
+        params["enforce"] = enforce
+    answer = _call(manifest, host, callbacks, "hook", params, timeout)
     return answer["results"]
 
 

@@ -72,6 +72,7 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
         # A manual background run's payload (ctx.manualPayload), frozen when it was accepted.
         manual={runtime.qualified_id: frozen["manualPayload"]} if "manualPayload" in frozen else {},
         execution_source=str(source.pk) if source else _first_attempt_id(job),
+        trigger_event=frozen.get("triggerEvent"),
     )
     turn = Turn(
         id=request.turn_id,

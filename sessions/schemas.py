@@ -101,6 +101,16 @@ class RuntimeResultOut(Schema):
     nested: list[dict[str, Any]] = []
 
 
+class HookRecordOut(Schema):
+    """A hook's abort or failure in the turn (sessions/hooks.py)."""
+
+    event: str
+    package: str
+    phase: str
+    outcome: str  # aborted, error, timeout, invalid, or a host error code
+    message: str
+
+
 class TurnOut(Schema):
     turnId: str
     number: int
@@ -109,6 +119,9 @@ class TurnOut(Schema):
     narrativeText: str
     runtimes: list[RuntimeResultOut]
     commit: dict[str, Any]
+    hooks: list[HookRecordOut] = []
+    # Set when a TurnStart hook vetoed the turn: nothing ran and nothing was committed.
+    abortReason: str | None = None
 
 
 class RunIn(Schema):

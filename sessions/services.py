@@ -26,6 +26,7 @@ from sessions import selectors
 from sessions.callbacks import SessionCallbacks
 from sessions.commands import CommandError, ParsedCommand, find_command, parse_command
 from sessions.errors import SessionNotActive
+from sessions.hooks import hooks_dispatch
 from sessions.locks import session_locked
 from sessions.models import Session
 from sessions.resolver import Resolution, resolve
@@ -187,14 +188,25 @@ def session_create(
         seats=[seat],
         locale=locale or "en",
     )
-    session_resolve(session=session, save=False)
+    resolution, installed = session_resolve(session=session, save=False)
     session.save()
     event_append(
         session_id=session.pk,
         type="session.created",
         payload={"active": session.resolved_plugins, "requested": session.requested_plugins},
     )
+    # Covel's SessionStart observes a session already saved: it cannot veto the creation.
+    hooks_dispatch(
+        session=session,
+        manifests=_active_manifests(resolution, installed),
+        event="SessionStart",
+        payload={"sessionId": str(session.pk), "worldId": world.world_id},
+    )
     return session
+
+
+def _active_manifests(resolution: Resolution, installed: Mapping[str, Manifest]) -> list[Manifest]:
+    return [installed[p] for p in resolution.active if p in installed]
 
 
 def session_set_status(*, session: Session, status: str) -> Session:
@@ -206,9 +218,19 @@ def session_set_status(*, session: Session, status: str) -> Session:
         )
     if session.status == Session.Status.ENDED and status != Session.Status.ENDED:
         raise SessionProblem("an ended session cannot be reopened", code="session_ended")
+    ending = status == Session.Status.ENDED and session.status != Session.Status.ENDED
     Session.objects.filter(pk=session.pk).update(status=status)
     session.status = status
     event_append(session_id=session.pk, type="session.status", payload={"status": status})
+    if ending:
+        # Cleanup only (Covel's SessionEnd is parallel): the session has already ended.
+        resolution, installed = session_resolve(session=session, save=False)
+        hooks_dispatch(
+            session=session,
+            manifests=_active_manifests(resolution, installed),
+            event="SessionEnd",
+            payload={"sessionId": str(session.pk), "reason": "ended"},
+        )
     return session
 
 

@@ -35,7 +35,7 @@ from eventlog.errors import SessionProblem
 from eventlog.services import event_append
 from pluginhost.errors import CallbackRefused, PluginHostError
 from pluginhost.services import function_timeout, plugin_function_call, plugin_guard_call
-from sessions import selectors, services
+from sessions import hooks, selectors, services
 from sessions.callbacks import SessionCallbacks
 from sessions.errors import OperationError, WriteRefused
 from sessions.forms import form_normalise
@@ -143,6 +143,8 @@ class TurnRequest:
     # The qualified runtime whose form this turn answers (sessions.interactions): the planner
     # runs it even when it is a setup runtime that already ran, so the answer reaches it.
     answering: str = ""
+    # A detached job's ctx.triggerEvent, frozen by the turn whose event woke it.
+    trigger_event: dict[str, Any] | None = None
 
     @property
     def include_auto(self) -> bool:
@@ -231,6 +233,19 @@ class TurnExecutor:
         self.held_events: list[tuple[str, dict[str, Any]]] | None = (
             [] if request.kind == Turn.Kind.BACKGROUND else None
         )
+        # Lifecycle hooks of the active packages (sessions/hooks.py); its log is the turn's
+        # record of hook aborts and failures.
+        self.hooks = hooks.HookDispatcher(
+            session=session,
+            manifests=self.active,
+            turn_id=str(turn.pk),
+            emit=self.emit,
+            settings_for=self._user_settings,
+        )
+        self.unscheduled: set[str] = set()  # runtimes a PreSchedule hook left out
+        # The events emitted so far: {topic, data, source}, the first of each topic is what an
+        # event-triggered runtime gets as ctx.triggerEvent (Covel: first emission wins).
+        self.trigger_events: dict[str, dict[str, Any]] = {}
 
     # -------------------------------------------------------------- stored data
 
@@ -311,6 +326,7 @@ class TurnExecutor:
 
     def run(self) -> None:
         first = self.plan()
+        self.unscheduled = hooks.pre_schedule(self, first)
         for skip in first.skipped:
             self._finish(self._skip_result(skip, first))
         # A runtime triggered by an event emitted earlier in this turn joins a later stage:
@@ -338,7 +354,9 @@ class TurnExecutor:
         """Run one runtime with inputs bound elsewhere (a detached job's frozen inputs)."""
         result = self._base(planned)
         manifest = self.installed[planned.package]
-        if self._guarded(manifest, planned, inputs, result):
+        if self._guarded(manifest, planned, inputs, result) or self._hook_refused(
+            planned, inputs, result
+        ):
             self._finish(result)
             return result
         self._execute(manifest, planned, inputs, result)
@@ -363,6 +381,7 @@ class TurnExecutor:
             log.exception("runtime %s crashed the executor", planned.runtime)
             result.status, result.code, result.reason = FAILED, "internal-error", str(exc)
         result.duration_ms = int((time.monotonic() - started) * 1000)
+        hooks.post_runtime(self, planned, result)
         self.overlay.complete(planned.runtime, succeeded=result.status == SUCCEEDED)
         if result.status == SUCCEEDED:
             self.outputs[planned.runtime] = result.output
@@ -403,6 +422,14 @@ class TurnExecutor:
     def _run_planned(self, plan: Plan, planned: PlannedRuntime) -> None:
         result = self._base(planned)
         skip = plan.gate(planned.runtime, self.statuses())
+        if skip is None and planned.runtime in self.unscheduled:
+            skip = Skip(
+                planned.package,
+                planned.runtime,
+                planned.stage,
+                "hook-unscheduled",
+                f"{planned.runtime}: a PreSchedule hook left it out of this turn",
+            )
         if skip is not None:
             result.status, result.code, result.reason = SKIPPED, skip.code, skip.reason
             self._finish(result)
@@ -427,7 +454,9 @@ class TurnExecutor:
             result.status, result.code, result.reason = SKIPPED, "input-missing", missing
             self._finish(result)
             return
-        if self._guarded(manifest, planned, inputs, result):
+        if self._guarded(manifest, planned, inputs, result) or self._hook_refused(
+            planned, inputs, result
+        ):
             self._finish(result)
             return
         # A trigger counts when the runtime starts (after its gates let it through).
@@ -462,6 +491,16 @@ class TurnExecutor:
             return False
         result.status, result.code = SKIPPED, "guard-skipped"
         result.reason = f"{planned.runtime}: {verdict.reason or 'its guard skipped it'}"
+        return True
+
+    def _hook_refused(
+        self, planned: PlannedRuntime, inputs: dict[str, Any], result: RuntimeResult
+    ) -> bool:
+        """A PreRuntime hook's abort skips the runtime (True, result set)."""
+        reason = hooks.pre_runtime(self, planned, inputs)
+        if reason is None:
+            return False
+        result.status, result.code, result.reason = SKIPPED, "hook-aborted", reason
         return True
 
     # -------------------------------------------------------------- inputs
@@ -527,6 +566,15 @@ class TurnExecutor:
 
     def _emitted(self, planned: PlannedRuntime, topic: str, payload: Mapping[str, Any]) -> None:
         self.emitted.append(topic)
+        self.trigger_events.setdefault(
+            topic,
+            {
+                "topic": topic,
+                "data": dict(payload),
+                "payload": dict(payload),
+                "source": {"pluginId": planned.package, "runtimeId": planned.runtime},
+            },
+        )
         self.emit(
             "plugin.event", {"runtime": planned.runtime, "topic": topic, "payload": dict(payload)}
         )
@@ -548,7 +596,18 @@ class TurnExecutor:
             "logicalTurn": self.logical_turn,
             "turnNumber": self.logical_turn,
             "sourceTurnId": self._source_turn_id(),
+            "triggerEvent": self._trigger_event(planned),
         }
+
+    def _trigger_event(self, planned: PlannedRuntime) -> dict[str, Any] | None:
+        """ctx.triggerEvent of a runtime the event trigger woke: {topic, data, payload, source}
+        of the first emission of its topic this turn; None for any other activation."""
+        if planned.activation == "detached":
+            return self.request.trigger_event
+        if planned.activation != "event":
+            return None
+        topic = (planned.manifest.schedule.get("trigger") or {}).get("topic")
+        return self.trigger_events.get(str(topic)) if topic else None
 
     def _execution_source(self) -> str:
         return self.request.execution_source or str(self.turn.pk)
@@ -925,6 +984,7 @@ class TurnExecutor:
             player_message=self.request.message,
             story_text=self.narrative_text or None,
             history=self._history(max_turns=bounds.get("maxTurns")),
+            history_windowed=True,
             inputs={name: bound["value"] for name, bound in inputs.items()},
             payload=self.request.manual.get(planned.runtime),
             variables={"world": self.world, "settings": user_settings},
@@ -938,6 +998,7 @@ class TurnExecutor:
             on_text=stream.add if stream is not None else None,
             tool_context={"turnNumber": self.logical_turn},
             proposal_ops=proposal_ops,
+            hooks=hooks.agent_hooks(self, planned),
         )
         run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
         result.warnings = list(run.warnings)
@@ -976,6 +1037,10 @@ class TurnExecutor:
             .order_by("-created_at")
             .values_list("player_message", "narrative_text")
         )
+        if max_turns is not None and (
+            self.hooks.wants("PreCompaction") or self.hooks.wants("PostCompaction")
+        ):
+            max_turns = hooks.history_window(self, query.count(), max_turns)
         rows = list(query if max_turns is None else query[:max_turns])
         rows.reverse()
         return [
@@ -1014,6 +1079,8 @@ class TurnExecutor:
         session_locked: the caller's transaction already holds the session row lock (a job's
         commit), so the session read when the turn started stands in for a locked re-read.
         """
+        hooks.pre_state_commit(self)
+        committed_sources = hooks.state_commit_sources(self)
         story = [rid for rid, r in self.results.items() if r.story]
         # No savepoint inside a caller's transaction (a job's commit): a failure here rolls
         # that whole transaction back anyway.
@@ -1118,6 +1185,7 @@ class TurnExecutor:
                 ],
                 "jobs": job_ids,
                 "settle": self.request.settle,
+                "hooks": self.hooks.log,
             }
             self.turn.status = Turn.Status.COMMITTED
             self.turn.narrative_text = self.narrative_text
@@ -1138,7 +1206,12 @@ class TurnExecutor:
                 self.emit("runtime.status", self.results[dropped.runtime].as_dict())
             self._release_events()
             self._commit_asks(session, kept)
+        hooks.post_state_commit(self, committed_sources, kept)
         return commit_info
+
+    def record_hooks(self) -> None:
+        """Save the hook log again (a PostStateCommit hook failed after the turn row was saved)."""
+        Turn.objects.filter(pk=self.turn.pk).update(commit=self.turn.commit)
 
     def _commit_asks(self, session: Session, kept: set[str]) -> None:
         """The forms and notifications of the runtimes that succeeded and kept their writes."""
@@ -1195,6 +1268,11 @@ class TurnExecutor:
                     "inputs": self.job_inputs.get(planned.runtime, {}),
                     "playerMessage": self.request.message,
                     "playerActions": list(self.request.actions),
+                    **(
+                        {"triggerEvent": self._trigger_event(planned)}
+                        if planned.activation == "event"
+                        else {}
+                    ),
                 },
                 detached=thaw(planned.detached),
                 package_version=self.installed[planned.package].version,
@@ -1212,6 +1290,7 @@ class TurnExecutor:
             "narrativeText": self.narrative_text,
             "runtimes": [self.results[r].as_dict() for r in self.order],
             "commit": self.turn.commit,
+            "hooks": list(self.hooks.log),
         }
 
 
@@ -1319,8 +1398,13 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
             "active": list(resolution.active),
         },
     )
+    started = time.monotonic()
+    aborted = hooks.turn_start(executor)
+    if aborted is not None:
+        return _turn_aborted(executor, aborted)
     try:
         executor.run()
+        hooks.turn_stop(executor, started)
         executor.commit()
     except Exception as exc:
         log.exception("turn %s of session %s failed", turn.pk, session.pk)
@@ -1336,3 +1420,16 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
     summary = executor.summary()
     executor.emit("turn.committed", summary)
     return summary
+
+
+def _turn_aborted(executor: TurnExecutor, reason: str) -> dict[str, Any]:
+    """A TurnStart hook vetoed the turn (Covel: no runtime runs, the result carries the reason).
+    Nothing is committed; the turn row says failed, with the reason as its error."""
+    turn = executor.turn
+    turn.status, turn.error, turn.finished_at = Turn.Status.FAILED, reason, timezone.now()
+    turn.commit = {"hooks": executor.hooks.log}
+    Turn.objects.filter(pk=turn.pk).update(
+        status=turn.status, error=reason, finished_at=turn.finished_at, commit=turn.commit
+    )
+    executor.emit("turn.failed", {"error": reason, "abortReason": reason})
+    return {**executor.summary(), "abortReason": reason}

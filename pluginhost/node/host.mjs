@@ -815,6 +815,8 @@ const methods = {
       playerMessage: c.playerMessage ?? "",
       playerActions: c.playerActions ?? [],
       manualPayload: c.manualPayload,
+      // {topic, data, payload, source} of the event that woke an event-triggered runtime.
+      triggerEvent: c.triggerEvent ?? undefined,
       inputs: c.inputs ?? {},
       world: c.world ?? null,
       userSettings: c.userSettings ?? {},
@@ -875,6 +877,8 @@ const methods = {
       playerMessage: c.playerMessage ?? "",
       playerActions: c.playerActions ?? [],
       manualPayload: c.manualPayload,
+      // {topic, data, payload, source} of the event that woke an event-triggered runtime.
+      triggerEvent: c.triggerEvent ?? undefined,
       inputs: c.inputs ?? {},
       world: c.world ?? null,
       userSettings: c.userSettings ?? {},
@@ -930,17 +934,59 @@ const methods = {
     return { output: output === undefined ? null : output, operations: call.operations };
   },
 
+  // One package's hooks for one event (and, when given, one enforce phase). Python orders the
+  // packages and phases (sessions/hooks.py); here each handler gets its own time limit, and a
+  // throw, a timeout or an answer that is no hook result is reported as that handler's result,
+  // so one bad hook never hides what the others said. sequential: each handler sees the payload
+  // the previous ones replaced, and the first abort ends the chain.
   async hook(params, call) {
     const pkg = packageOf(params.package);
+    const sequential = params.sequential === true;
+    const limitMs = Number(params.handlerTimeoutMs ?? 5000);
+    const settings = Object.freeze({ ...(params.context?.userSettings ?? {}) });
+    let payload = params.payload ?? null;
     const results = [];
-    for (const h of pkg.hooks.filter((x) => x.event === params.event)) {
-      if (typeof h.options?.match === "function" && !h.options.match(params.payload)) continue;
-      const ctx = { ...(params.context ?? {}), event: params.event, pluginId: pkg.id, signal: call.controller.signal };
-      results.push((await h.handler(ctx, params.payload ?? null)) ?? { action: "continue" });
+    for (const h of pkg.hooks) {
+      if (h.event !== params.event || (params.enforce && h.enforce !== params.enforce)) continue;
+      if (typeof h.options?.match === "function" && !h.options.match(payload)) continue;
+      const own = new AbortController();
+      const ctx = { ...(params.context ?? {}), event: params.event, pluginId: pkg.id, signal: AbortSignal.any([call.controller.signal, own.signal]), getOwnSettings: () => settings };
+      const limit = Number(h.options?.timeoutMs ?? limitMs);
+      let result;
+      try {
+        result = await withTimeout(Promise.resolve().then(() => h.handler(ctx, payload)), limit, () => own.abort());
+      } catch (error) {
+        const timedOut = error instanceof HostError && error.code === "plugin_timeout";
+        const reason = timedOut ? `hook ${pkg.id}:${params.event} timed out after ${limit}ms` : `hook ${pkg.id}:${params.event} threw: ${error?.message ?? String(error)}`;
+        results.push({ action: "abort", reason, failure: timedOut ? "timeout" : "error" });
+        if (sequential) break;
+        continue;
+      }
+      const problem = hookResultProblem(result);
+      if (problem) {
+        results.push({ action: "continue", failure: "invalid", reason: `hook ${pkg.id}:${params.event} ${problem}` });
+        continue;
+      }
+      const answer = result ?? { action: "continue" };
+      results.push(answer);
+      if (!sequential) continue;
+      if (answer.action === "abort") break;
+      if (answer.replace) payload = { ...(payload ?? {}), ...answer.replace };
     }
     return { results };
   },
 };
+
+/** What is wrong with a hook handler's answer, or null: {action: "continue", replace?} or {action: "abort", reason}. */
+function hookResultProblem(result) {
+  if (result === undefined || result === null) return null;
+  const kind = Array.isArray(result) ? "an array" : typeof result;
+  if (kind !== "object") return `returned ${kind}; a hook answers { action: "continue", replace? } or { action: "abort", reason }`;
+  if (result.action === "abort") return typeof result.reason === "string" ? null : "aborted without a reason string";
+  if (result.action !== "continue") return `returned action ${JSON.stringify(result.action)}; use "continue" or "abort"`;
+  if (result.replace !== undefined && (result.replace === null || typeof result.replace !== "object" || Array.isArray(result.replace))) return "returned a replace that is not an object";
+  return null;
+}
 
 function errorFrame(id, error) {
   const code = error?.code && typeof error.code === "string" ? error.code : "plugin_failed";

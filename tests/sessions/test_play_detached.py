@@ -151,3 +151,42 @@ def test_an_rpc_action_and_a_slash_command_wait_for_settle_jobs_first(
     rpc_done = [i for i, kind in enumerate(kinds) if kind == "rpc.completed"]
     timeouts = [i for i, kind in enumerate(kinds) if kind == "settle-timeout"]
     assert len(timeouts) == 2 and timeouts[0] < rpc_done[1] and timeouts[1] < rpc_done[2]
+
+
+def test_a_detached_runtime_woken_by_an_event_gets_the_event_in_its_job(
+    file_database, alice, tmp_path
+):
+    from jobs.models import RuntimeJob
+    from jobs.worker import job_execute
+
+    ring = 'export default async () => ({ outcome: "success", value: {}, effects: { events: [{ topic: "bell.rang", payload: { times: 3 } }] } });\n'
+    echo = 'export default async (ctx) => ({ outcome: "success", value: { heard: ctx.triggerEvent ?? null } });\n'
+    runtimes = {
+        "ring": ({"schedule": {"stage": "pre-turn"}, "function": {}}, ring),
+        "echo": (
+            {
+                "schedule": {
+                    "stage": "post-turn",
+                    "trigger": {"type": "event", "topic": "bell.rang"},
+                    "detached": {"maxExecutionMs": 20000},
+                },
+                "function": {},
+            },
+            echo,
+        ),
+    }
+    index_folder(write_plugin(tmp_path, "tower", {}, runtimes=runtimes))
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["tower"]))
+    deferred = by_runtime(play(session, "listen"))["tower/echo"]
+    assert deferred["status"] == "deferred", deferred
+    job = RuntimeJob.objects.get(job_id=deferred["jobId"])
+    event = {
+        "topic": "bell.rang",
+        "data": {"times": 3},
+        "payload": {"times": 3},
+        "source": {"pluginId": "tower", "runtimeId": "tower/ring"},
+    }
+    assert job.inputs["triggerEvent"] == event  # frozen with the job
+    assert job_execute(job_pk=job.pk) == "succeeded"
+    background = Turn.objects.get(session=session, kind="background")
+    assert background.results[0]["output"] == {"heard": event}

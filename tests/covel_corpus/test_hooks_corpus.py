@@ -1,0 +1,166 @@
+"""Lifecycle hooks and event-triggered runtimes, played through real turns in the real Node host.
+
+What is asserted is Covel's behaviour (ackness/covel, packages/runtime/src/hooks/): phases run
+pre, normal, post; an abort in a sequential guard stops the chain and vetoes the operation
+(PreToolUse: the tool does not run and the model reads the refusal; PreStateCommit: the writes
+are not committed); a throwing observer of a parallel event is recorded and changes nothing;
+an event-triggered runtime gets the event that woke it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from corpus_support import by_runtime, corpus_session, play
+
+from agents.models import ModelSlot
+from agents.standin import StandInModel
+from catalogue.manifest.types import Manifest
+from eventlog.models import SessionEvent
+from pluginhost.services import plugin_rpc_call
+from sessions.callbacks import SessionCallbacks
+from sessions.models import PluginData
+from sessions.selectors import installed_manifests
+from sessions.services import session_set_status
+
+
+def rpc(session: Any, package: str, action: str) -> Any:
+    """What a package's action answers (the hooks' module state), asked straight of the host."""
+    manifest: Manifest = installed_manifests()[package]
+    answer = plugin_rpc_call(
+        manifest=manifest,
+        action=action,
+        payload={},
+        callbacks=SessionCallbacks(session=session, package=package, runtime=None),
+        context={"sessionId": str(session.pk)},
+    )
+    assert answer["ok"] is True, answer
+    return answer["data"]
+
+
+def hook_events(session: Any, type: str) -> list[dict[str, Any]]:
+    return [
+        e.payload
+        for e in SessionEvent.objects.filter(session_id=session.pk, type=type).order_by("seq")
+    ]
+
+
+def oath_call(call_id: str, tool: str, oath: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "name": tool,
+        "arguments": json.dumps({"id": oath, "text": "We hold the gate."}),
+    }
+
+
+def test_oath_keeper_refuses_a_forbidden_tool_before_it_runs(db, alice):
+    replies = [
+        {"toolCalls": [oath_call("c1", "break-oath", "hold-the-gate")]},
+        {"toolCalls": [oath_call("c2", "swear-oath", "hold-the-gate")]},
+    ]
+    with StandInModel(replies, exhausted_status=400) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        session = corpus_session(alice, "oath-keeper")
+        result = play(session, "We swear to hold the gate.")
+        second = model.requests[1]["messages"]
+    keeper = by_runtime(result)["oath-keeper"]
+    assert keeper["status"] == "succeeded", keeper
+    # The refused call never ran: nothing marks the oath broken; the allowed one saved it.
+    oath = PluginData.objects.get(session=session, plugin_id="oath-keeper", key="hold-the-gate")
+    assert oath.value == {"id": "hold-the-gate", "text": "We hold the gate."}
+    # The model read the refusal, with the guard's reason, as the tool's result.
+    [refusal] = [m for m in second if m.get("role") == "tool" and m.get("tool_call_id") == "c1"]
+    assert json.loads(refusal["content"]) == {
+        "ok": False,
+        "error": "refused by a PreToolUse hook: an oath keeper never calls break-oath",
+    }
+    # The abort ended the chain: the normal-phase observer saw only the call that passed.
+    assert rpc(session, "oath-keeper", "seen-calls") == [
+        {"tool": "swear-oath", "runtimeId": "oath-keeper"}
+    ]
+    [aborted] = hook_events(session, "hook.aborted")
+    assert aborted["event"] == "PreToolUse" and aborted["package"] == "oath-keeper"
+    assert aborted["phase"] == "pre" and "never calls break-oath" in aborted["message"]
+    assert result["hooks"] == [{k: aborted[k] for k in result["hooks"][0]}]
+
+
+def test_turn_journal_observes_the_session_and_its_turns_in_order(db, alice):
+    session = corpus_session(alice, "turn-journal")
+    first = play(session, "I look around.")
+    play(session, "I wait.")
+    session_set_status(session=session, status="ended")
+    journal = rpc(session, "turn-journal", "journal")
+    events = [e["event"] for e in journal]
+    one_turn = ["TurnStart", "PreRuntime", "PostRuntime", "TurnStop"]
+    assert events == ["SessionStart", *one_turn, *one_turn, "SessionEnd"]
+    assert journal[0]["worldId"] == "harbor"
+    start, pre, post, stop = journal[1:5]
+    assert start["turnId"] == first["turnId"] and start["playerMessage"] == "I look around."
+    assert "narrator" in start["activeRuntimes"]
+    assert pre["runtimeId"] == post["runtimeId"] == "narrator"
+    assert post["status"] == "succeeded"
+    assert stop["runtimes"] == ["narrator:succeeded"]
+    assert journal[-1] == {"event": "SessionEnd", "turnId": None, "reason": "ended"}
+    # Observers that continue leave nothing to record.
+    assert first["hooks"] == [] and not hook_events(session, "hook.failed")
+
+
+def test_commit_sentry_vetoes_a_forbidden_write_and_its_failing_watcher_is_recorded(db, alice):
+    session = corpus_session(alice, "commit-sentry")
+    kept = play(session, "I sign the ledger.")
+    assert by_runtime(kept)["commit-sentry"]["status"] == "succeeded"
+    assert PluginData.objects.get(session=session, plugin_id="commit-sentry").value == {
+        "turn": 1,
+        "note": "I sign the ledger.",
+    }
+    # The throwing PostStateCommit observer is recorded with package, event, phase and message,
+    # and the commit stands.
+    [failed] = kept["hooks"]
+    assert failed == {
+        "event": "PostStateCommit",
+        "package": "commit-sentry",
+        "phase": "normal",
+        "outcome": "error",
+        "message": "hook commit-sentry:PostStateCommit threw: the sentry's bell is cracked",
+    }
+    assert hook_events(session, "hook.failed")[0]["message"] == failed["message"]
+
+    vetoed = play(session, "I write a forbidden word.")
+    sentry = by_runtime(vetoed)["commit-sentry"]
+    assert sentry["status"] == "dropped" and sentry["code"] == "hook-vetoed"
+    assert "the ledger refuses a forbidden word" in sentry["reason"]
+    # The veto kept the earlier value: the forbidden write was not committed.
+    assert PluginData.objects.get(session=session, plugin_id="commit-sentry").value["turn"] == 1
+    assert [h["event"] for h in vetoed["hooks"]] == ["PreStateCommit"]
+    assert vetoed["hooks"][0]["outcome"] == "aborted" and vetoed["hooks"][0]["phase"] == "pre"
+
+    log = rpc(session, "commit-sentry", "sentry-log")
+    first_turn = [(e["event"], e["phase"]) for e in log if e["turnId"] == kept["turnId"]]
+    # pre, then normal, then (the throwing normal watcher aside) post.
+    assert first_turn == [
+        ("PreStateCommit", "pre"),
+        ("PreStateCommit", "normal"),
+        ("PostStateCommit", "post"),
+    ]
+    assert log[2]["committed"] is True and log[2]["notes"] == ["I sign the ledger."]
+    second_turn = [(e["phase"], e.get("vetoed")) for e in log if e["turnId"] == vetoed["turnId"]]
+    # The gate's abort ended the chain: no normal phase, no PostStateCommit for that batch.
+    assert second_turn == [("pre", True)]
+
+
+def test_bell_ringer_listener_gets_the_topic_payload_and_source_of_its_event(db, alice):
+    session = corpus_session(alice, "bell-ringer")
+    result = by_runtime(play(session, "I ring the bell, ring it twice."))
+    assert result["bell-ringer/ring"]["output"] == {"rang": 2}
+    listen = result["bell-ringer/listen"]
+    assert listen["status"] == "succeeded" and listen["activation"] == "event"
+    assert listen["output"] == {
+        "topic": "bell.rang",
+        "data": {"times": 2, "bell": "harbour"},
+        "payload": {"times": 2, "bell": "harbour"},
+        "source": {"pluginId": "bell-ringer", "runtimeId": "bell-ringer/ring"},
+    }
+    # No bell, no event: the listener is not woken.
+    quiet = by_runtime(play(session, "I keep quiet."))
+    assert "bell-ringer/listen" not in quiet
