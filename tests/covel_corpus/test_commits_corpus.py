@@ -10,10 +10,16 @@ from a catalogue of the session's language and script.
 
 from __future__ import annotations
 
-from corpus_support import by_runtime, corpus_session, play
+import json
 
+from corpus_support import by_runtime, corpus_index, corpus_session, play
+from test_play_support import index_folder, make_world, write_plugin
+
+from agents.models import ModelSlot
+from agents.standin import StandInModel
 from sessions import selectors
 from sessions.models import PluginData, Session
+from sessions.services import session_create
 
 
 def stored(session, plugin: str, namespace: str | None = None) -> dict[str, object]:
@@ -185,3 +191,36 @@ def test_a_typescript_handler_writes_through_effects_plugin_data_and_notifies(db
     play(session, "look around")
     assert stored(session, "ts-tactics", "tactics")["tactics/last"]["stance"] == "scout"
     assert stored(session, "ts-tactics", "tactics")["tactics/turn-1"] == "press"
+
+
+def test_an_agents_prompt_sees_the_session_lore_through_world_lorebook(db, alice, tmp_path):
+    # Covel's context hands prompts the session lorebook ({{ config.worldEntries }}); here it is
+    # {{ world.lorebook }}. The reader is a plain agent of ours next to the corpus package.
+    reader = {
+        "runtime": {
+            "description": "Reads the lore.",
+            "schedule": {"stage": "post-turn"},
+            "agent": {"model": "utility", "loop": {"maxSteps": 1}},
+        }
+    }
+    folder = write_plugin(tmp_path, "lore-reader", reader)
+    (folder / "PLUGIN.md").write_text(
+        (folder / "PLUGIN.md")
+        .read_text(encoding="utf-8")
+        .replace("Test package.", "Known lore: {{ world.lorebook }}"),
+        encoding="utf-8",
+    )
+    index_folder(folder)
+    with StandInModel([{"content": "noted"}, {"content": "noted"}]) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        corpus_index("lore-weaver")
+        world = make_world(owner=alice, plugins=["lore-weaver", "lore-reader"])
+        session = session_create(owner=alice, world=world)
+        play(session, "Lore: Old Lighthouse: Its lamp went dark in the storm.")
+        result = by_runtime(play(session, "we walk on"))
+        prompts = [json.dumps(r["messages"], ensure_ascii=False) for r in model.requests]
+    assert result["lore-reader"]["status"] == "succeeded", result["lore-reader"]
+    # The system prompt's lore is JSON: an entry shows by its id, which no message holds.
+    assert "old-lighthouse" not in prompts[0]  # not committed before the turn began
+    assert '\\"id\\": \\"old-lighthouse\\"' in prompts[1]
+    assert '\\"content\\": \\"Its lamp went dark in the storm.\\"' in prompts[1]
