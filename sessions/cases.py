@@ -535,7 +535,12 @@ class MockTurn:
         from pluginhost.errors import PluginHostError
         from pluginhost.services import plugin_function_call
         from sessions.errors import OperationError
-        from sessions.operations import proposal_ops
+        from sessions.proposals import (
+            LORE_NAMESPACE,
+            ProposalRefused,
+            effects_proposals,
+            proposal_batch,
+        )
 
         rid = runtime.qualified_id
         try:
@@ -606,21 +611,22 @@ class MockTurn:
             else:
                 continue
             writes.append((str(op["namespace"]), str(op["key"]), ops))
-        for proposal in answer.proposals:
-            if proposal.get("type") == "plugin.data":
-                payload = proposal.get("payload") or {}
-                try:
-                    writes.append(
-                        (
-                            str(payload.get("namespace")),
-                            str(payload.get("key")),
-                            list(proposal_ops(payload)),
-                        )
-                    )
-                except OperationError as exc:
-                    return Outcome(
-                        rid, manifest.id, "function", "failed", "write-refused", str(exc)
-                    )
+        # The proposals and effects.pluginData, checked as a turn checks them (sessions.proposals).
+        effects = value.get("effects") if isinstance(value.get("effects"), dict) else {}
+        try:
+            batch = proposal_batch(
+                [*answer.proposals, *effects_proposals(effects.get("pluginData"))],
+                package=manifest.id,
+                runtime=rid,
+            )
+        except ProposalRefused as exc:
+            return Outcome(rid, manifest.id, "function", "failed", exc.code, exc.message)
+        writes.extend(batch.writes)
+        writes.extend(
+            (LORE_NAMESPACE, entry["id"], [{"op": "set", "value": entry}]) for entry in batch.lore
+        )
+        for topic, payload in batch.events:
+            self.emitted(rid, topic, payload)
         for namespace, key, ops in writes:
             try:
                 self.overlay.stage(

@@ -588,13 +588,14 @@ class TurnExecutor:
         package: str,
         operations: list[dict[str, Any]],
         proposals: list[dict[str, Any]],
-        frame: _Frame | None = None,
+        events: list[tuple[str, dict[str, Any]]] | None = None,
     ) -> tuple[str, str] | None:
         """Stage a run's writes in the overlay as owner's; (code, message) of a refusal, or None.
 
         Proposals are checked and sorted by sessions.proposals: plugin data, session lore and
-        events (held in frame until the owner succeeds). A refusal stages nothing that stays:
-        the runtime is dropped, which throws away everything it staged.
+        events (added to `events`, which the caller sends when the run succeeds). After a
+        refusal the caller throws away what was staged: a function run is dropped, an agent's
+        tool call discards its writes (_stage_tool_proposals).
         """
         try:
             batch = proposal_batch(proposals, package=package, runtime=owner)
@@ -634,8 +635,24 @@ class TurnExecutor:
                 )
             except WriteRefused as exc:
                 return "write-refused", str(exc)
-        if frame is not None:
-            frame.events.extend(batch.events)
+        if events is not None:
+            events.extend(batch.events)
+        return None
+
+    def _stage_tool_proposals(
+        self, planned: PlannedRuntime, package: str, proposals: list[dict[str, Any]]
+    ) -> str | None:
+        """An agent's tool call's proposals: staged as the agent's, or none of them (the
+        refusal goes back to the model as the tool's error); their events are sent at once,
+        as the agent's other events are."""
+        mark = len(self.overlay.writes)
+        events: list[tuple[str, dict[str, Any]]] = []
+        refused = self._stage_writes(planned.runtime, package, [], proposals, events)
+        if refused:
+            self.overlay.discard_since(mark)
+            return refused[1]
+        for topic, payload in events:
+            self._emitted(planned, topic, payload)
         return None
 
     def _check_output(self, manifest: Manifest, planned: PlannedRuntime, output: Any) -> str | None:
@@ -785,7 +802,7 @@ class TurnExecutor:
         except ProposalRefused as exc:
             return DROPPED, exc.code, exc.message, output
         refused = frame.refused or self._stage_writes(
-            frame.owner, planned.package, answer.operations, proposals, frame
+            frame.owner, planned.package, answer.operations, proposals, frame.events
         )
         if refused:
             return DROPPED, *refused, output
@@ -813,7 +830,7 @@ class TurnExecutor:
         # as the owner's, so the nested run reads them.
         if frame.refused is None:
             frame.refused = self._stage_writes(
-                frame.owner, frame.package, operations, proposals, frame
+                frame.owner, frame.package, operations, proposals, frame.events
             )
         if frame.refused:
             raise CallbackRefused(
@@ -972,6 +989,9 @@ class TurnExecutor:
             on_text=stream.add if stream is not None else None,
             tool_context={"turnNumber": self.logical_turn},
             proposal_ops=proposal_ops,
+            stage_proposals=lambda plugin, proposals: self._stage_tool_proposals(
+                planned, plugin, list(proposals)
+            ),
         )
         run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
         result.warnings = list(run.warnings)

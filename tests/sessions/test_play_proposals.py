@@ -11,8 +11,11 @@ import json
 import pytest
 from test_play_support import by_runtime, index_folder, make_world, play, write_plugin
 
+from agents.models import ModelSlot
+from agents.standin import StandInModel
 from agents.tools import notification_normalise
 from eventlog.models import SessionEvent
+from sessions import selectors
 from sessions.models import PluginData
 from sessions.proposals import ProposalBatch, ProposalRefused, effects_proposals, proposal_batch
 from sessions.services import session_create
@@ -414,3 +417,74 @@ def test_a_package_without_a_messages_catalogue_gets_no_ctx_messages(db, alice, 
     }"""
     result = by_runtime(play(session_with(tmp_path, alice, code), "go"))["keeper/keep"]
     assert result["output"] == {"has": False, "text": "Hello"}
+
+
+# ------------------------------------------------------------------ an agent's tool proposals
+
+SCRIBE_ENTRY = """export default function register(covel) {
+  const { tool, z, makeProposal, withPendingProposals } = covel.toolkit;
+  covel.registerTool(tool({
+    name: "scribe-write",
+    description: "Write the scribe's records.",
+    parameters: z.object({ mode: z.string() }),
+    async execute({ mode }, ctx) {
+      const now = Date.now();
+      const proposals = mode === "bad"
+        ? [makeProposal(ctx, now, "plugin.data", { namespace: "notes", key: "early", value: 1 }),
+           makeProposal(ctx, now, "quest.start", {})]
+        : [makeProposal(ctx, now, "plugin.data.batch", { items: [
+             { namespace: "notes", key: "a", value: 1 }, { namespace: "notes", key: "b", value: 2 }] }),
+           makeProposal(ctx, now, "lorebook.upsert", { entries: [
+             { id: "quill", content: "The scribe's quill is silver.", strategy: "constant" }] })];
+      return withPendingProposals({ ok: true }, proposals);
+    },
+  }));
+}
+"""
+
+
+def scribe_session(tmp_path, alice):
+    frontmatter = {
+        "contributes": {"tools": ["scribe-write"]},
+        "runtime": {
+            "description": "Writes through its tool.",
+            "schedule": {"stage": "post-turn"},
+            "agent": {"model": "utility", "loop": {"maxSteps": 2}},
+        },
+    }
+    folder = write_plugin(tmp_path, "scribe", frontmatter, files={"server/index.js": SCRIBE_ENTRY})
+    index_folder(folder)
+    return session_create(owner=alice, world=make_world(owner=alice, plugins=["scribe"]))
+
+
+def tool_call(mode: str) -> dict:
+    call = {"id": "c1", "name": "scribe-write", "arguments": json.dumps({"mode": mode})}
+    return {"toolCalls": [call]}
+
+
+def test_an_agents_tool_proposals_are_committed_like_a_functions(db, alice, tmp_path):
+    with StandInModel([tool_call("good"), {"content": "done"}]) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        session = scribe_session(tmp_path, alice)
+        result = by_runtime(play(session, "write"))["scribe"]
+    assert result["status"] == "succeeded", result
+    rows = {
+        f"{r.namespace}/{r.key}": r.value
+        for r in PluginData.objects.filter(session=session, plugin_id="scribe")
+    }
+    assert rows["notes/a"] == 1 and rows["notes/b"] == 2
+    assert [e["id"] for e in selectors.session_lore(session=session)] == ["quill"]
+
+
+def test_an_agents_tool_with_an_unknown_proposal_writes_nothing_and_tells_the_model(
+    db, alice, tmp_path
+):
+    with StandInModel([tool_call("bad"), {"content": "done"}]) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        session = scribe_session(tmp_path, alice)
+        play(session, "write")
+        answer = json.dumps(model.requests[1]["messages"][-1])
+    assert "unknown proposal type 'quest.start'" in answer
+    assert "[unknown-proposal-type]" in answer
+    # The call's plugin.data before it is not kept either: a tool's proposals are all or none.
+    assert not PluginData.objects.filter(session=session, plugin_id="scribe").exists()
