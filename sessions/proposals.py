@@ -197,6 +197,22 @@ def _event_emit(batch: ProposalBatch, payload: Mapping[str, Any], where: str, pa
     batch.events.append((topic, dict(data or {})))
 
 
+def lore_writes(
+    overlay: Any, *, runtime: str, plugin: str, lore: Sequence[Mapping[str, Any]], now: str
+) -> list[tuple[str, str, list[Mapping[str, Any]]]]:
+    """The writes that store lore entries in the package's LORE_NAMESPACE: each a whole record,
+    keeping the createdAt of the entry it replaces (read through the overlay, as runtime)."""
+    writes: list[tuple[str, str, list[Mapping[str, Any]]]] = []
+    for entry in lore:
+        before = overlay.get(
+            runtime=runtime, plugin=plugin, namespace=LORE_NAMESPACE, key=entry["id"]
+        )
+        created = before.get("createdAt") if isinstance(before, Mapping) else None
+        record = {**entry, "createdAt": created or now, "updatedAt": now}
+        writes.append((LORE_NAMESPACE, str(entry["id"]), [{"op": "set", "value": record}]))
+    return writes
+
+
 def effects_proposals(entries: Any) -> list[dict[str, Any]]:
     """A function's effects.pluginData ([{namespace, key, value}]) as proposals, as Covel's
     normalizer makes them: one entry a plugin.data, several one plugin.data.batch. Unlike

@@ -50,9 +50,9 @@ from sessions.models import Interaction, PluginData, RecordedExport, Session, Tu
 from sessions.operations import MISSING, TurnOverlay, datasets_of, proposal_ops
 from sessions.planner import STAGES, Plan, PlannedRuntime, Skip, plan_turn
 from sessions.proposals import (
-    LORE_NAMESPACE,
     ProposalRefused,
     effects_proposals,
+    lore_writes,
     proposal_batch,
     reserved_namespace,
 )
@@ -616,14 +616,15 @@ class TurnExecutor:
             elif kind == "delete":
                 staged.append((namespace, op["key"], [{"op": "delete"}]))
         staged.extend(batch.writes)
-        now = timezone.now().isoformat()
-        for entry in batch.lore:
-            before = self.overlay.get(
-                runtime=owner, plugin=package, namespace=LORE_NAMESPACE, key=entry["id"]
+        staged.extend(
+            lore_writes(
+                self.overlay,
+                runtime=owner,
+                plugin=package,
+                lore=batch.lore,
+                now=timezone.now().isoformat(),
             )
-            created = before.get("createdAt") if isinstance(before, dict) else None
-            record = {**entry, "createdAt": created or now, "updatedAt": now}
-            staged.append((LORE_NAMESPACE, entry["id"], [{"op": "set", "value": record}]))
+        )
         for namespace, key, ops in staged:
             try:
                 self.overlay.stage(
