@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from corpus_support import by_runtime, corpus_index, corpus_session, play
+from django.test import Client
 from test_play_support import index_folder, make_world, write_plugin
 
 from agents.models import ModelSlot
@@ -110,6 +111,24 @@ def test_lore_upserts_are_stored_per_session_and_seen_from_the_next_turn(db, ali
     note = next(e for e in selectors.session_lore(session=session) if e["id"] == "weaver-note")
     assert note["content"] == "The weaver has listened for 2 turn(s)."
     assert note["createdAt"] == created  # an upsert keeps the entry's creation time
+
+
+def test_the_session_lorebook_api_lists_the_entries_to_their_owner_only(db, alice, charlie):
+    session = corpus_session(alice, "lore-weaver")
+    play(session, "Lore: Old Lighthouse: Its lamp went dark in the storm.")
+    client = Client()
+    client.force_login(alice)
+    answer = client.get(f"/api/sessions/{session.pk}/lorebook")
+    assert answer.status_code == 200, answer.content
+    entries = answer.json()["entries"]
+    assert [(e["id"], e["pluginId"], e["strategy"], e["insertionOrder"]) for e in entries] == [
+        ("weaver-note", "lore-weaver", "constant", 10),
+        ("old-lighthouse", "lore-weaver", "selective", 100),
+    ]
+    assert entries[1]["keys"] == ["Old Lighthouse"]
+    other = Client()
+    other.force_login(charlie)
+    assert other.get(f"/api/sessions/{session.pk}/lorebook").status_code == 403
 
 
 def test_lore_for_another_owner_is_refused_and_nothing_of_the_run_is_kept(db, alice):
