@@ -18,7 +18,7 @@ from eventlog.models import SessionEvent
 from sessions import selectors
 from sessions.models import PluginData
 from sessions.proposals import ProposalBatch, ProposalRefused, effects_proposals, proposal_batch
-from sessions.services import session_create
+from sessions.services import session_create, session_rpc
 
 
 def batch(*proposals, package="ledger") -> ProposalBatch:
@@ -488,3 +488,31 @@ def test_an_agents_tool_with_an_unknown_proposal_writes_nothing_and_tells_the_mo
     assert "[unknown-proposal-type]" in answer
     # The call's plugin.data before it is not kept either: a tool's proposals are all or none.
     assert not PluginData.objects.filter(session=session, plugin_id="scribe").exists()
+
+
+def test_an_rpc_actions_immediate_write_to_a_framework_namespace_is_refused(db, alice, tmp_path):
+    entry = """export default function register(covel) {
+      covel.registerRpc("forge", async (payload, ctx) => {
+        try {
+          await ctx.store.setPluginData({ namespace: "_runtime_jobs", key: "j1", value: { status: "done" } });
+          return { ok: true };
+        } catch (error) {
+          return { ok: false, error: `${error.code}: ${error.message}` };
+        }
+      });
+    }
+    """
+    folder = write_plugin(
+        tmp_path,
+        "forger",
+        {"contributes": {"actions": ["forge"]}},
+        files={"server/index.js": entry},
+    )
+    index_folder(folder)
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["forger"]))
+    answer = session_rpc(session=session, plugin="forger", action="forge", payload={})
+    assert answer["value"]["ok"] is False
+    assert answer["value"]["error"].startswith(
+        "namespace-reserved: forger: namespace '_runtime_jobs'"
+    )
+    assert not PluginData.objects.filter(session=session, plugin_id="forger").exists()
