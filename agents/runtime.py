@@ -110,13 +110,13 @@ class AgentRuntimeContext:
     call_tool: Callable[..., Any] | None = None
     call_service: Callable[..., Any] | None = None
     registered_tools: Sequence[Mapping[str, Any]] | None = None  # None: ask the host (plugin_load)
-    # How a plugin.data proposal's payload becomes ops (sessions.operations.proposal_ops): the
-    # caller's, as the data handle is, since agents sit below sessions and import none of it.
-    proposal_ops: Callable[[Mapping[str, Any]], list[Mapping[str, Any]]] | None = None
     # Stages every proposal of one tool call, as the caller commits them (sessions.turns: plugin
     # data, batches, deletes, session lore, events), or refuses them all: (plugin, proposals)
     # -> the refusal's message, or None. Without it only plugin.data is staged.
     stage_proposals: Callable[[str, Sequence[Mapping[str, Any]]], str | None] | None = None
+    # How a plugin.data proposal's payload becomes ops (sessions.operations.proposal_ops): the
+    # caller's, as the data handle is, since agents sit below sessions and import none of it.
+    proposal_ops: Callable[[Mapping[str, Any]], list[Mapping[str, Any]]] | None = None
 
 
 def agent_slot(runtime: RuntimeManifest, user_settings: Mapping[str, Any]) -> str:

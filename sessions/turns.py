@@ -987,12 +987,12 @@ class TurnExecutor:
             events=event_directory(self.active),
             services=service_providers(self.active),
             emit=lambda topic, payload: self._emitted(planned, topic, payload),
-            on_text=stream.add if stream is not None else None,
-            tool_context={"turnNumber": self.logical_turn},
-            proposal_ops=proposal_ops,
             stage_proposals=lambda plugin, proposals: self._stage_tool_proposals(
                 planned, plugin, list(proposals)
             ),
+            on_text=stream.add if stream is not None else None,
+            tool_context={"turnNumber": self.logical_turn},
+            proposal_ops=proposal_ops,
         )
         run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
         result.warnings = list(run.warnings)
