@@ -516,3 +516,40 @@ def test_an_rpc_actions_immediate_write_to_a_framework_namespace_is_refused(db, 
         "namespace-reserved: forger: namespace '_runtime_jobs'"
     )
     assert not PluginData.objects.filter(session=session, plugin_id="forger").exists()
+
+
+def test_an_rpc_action_and_a_guard_get_ctx_messages_in_the_sessions_language(db, alice, tmp_path):
+    entry = """import { translate } from "@covel/plugin-handlers-utils";
+    export default function register(covel) {
+      covel.registerRpc("greet", async (payload, ctx) => ({ text: translate(ctx, "Welcome, {name}", { name: "Ana" }) }));
+    }
+    """
+    guard = """import { translate } from "@covel/plugin-handlers-utils";
+    export default async function guard(ctx) {
+      return { skip: true, reason: translate(ctx, "Not now") };
+    }
+    """
+    frontmatter = {
+        "contributes": {"actions": ["greet"]},
+        "runtime": {"schedule": {"stage": "post-turn"}, "function": {}, "guard": "./guard.js"},
+    }
+    folder = write_plugin(
+        tmp_path,
+        "greeter",
+        frontmatter,
+        handler='export default async function h() { return { outcome: "success", value: {} }; }',
+        files={
+            "server/index.js": entry,
+            "guard.js": guard,
+            "locales/zh.yaml": 'messages:\n  "Welcome, {name}": "欢迎，{name}"\n  Not now: 现在不行\n',
+        },
+    )
+    index_folder(folder)
+    world = make_world(owner=alice, plugins=["greeter"])
+    session = session_create(owner=alice, world=world, locale="zh-CN")
+    assert session_rpc(session=session, plugin="greeter", action="greet")["value"] == {
+        "text": "欢迎，Ana"
+    }
+    result = by_runtime(play(session, "hi"))["greeter"]
+    assert (result["status"], result["code"]) == ("skipped", "guard-skipped")
+    assert result["reason"] == "greeter: 现在不行"
