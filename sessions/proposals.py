@@ -213,6 +213,11 @@ def lore_writes(
     return writes
 
 
+class _FromEffects(dict):
+    """A proposal the hub made from effects.pluginData (its refusals name that, not an index).
+    A type of its own: a plugin cannot mark its own proposals so."""
+
+
 def effects_proposals(entries: Any) -> list[dict[str, Any]]:
     """A function's effects.pluginData ([{namespace, key, value}]) as proposals, as Covel's
     normalizer makes them: one entry a plugin.data, several one plugin.data.batch. Unlike
@@ -222,12 +227,10 @@ def effects_proposals(entries: Any) -> list[dict[str, Any]]:
     if not isinstance(entries, list):
         raise ProposalRefused("effects-invalid", "effects.pluginData: must be an array")
     if len(entries) == 1 and isinstance(entries[0], Mapping):
-        return [{"type": "plugin.data", "payload": dict(entries[0]), "via": "effects.pluginData"}]
+        return [_FromEffects(type="plugin.data", payload=dict(entries[0]))]
     if not entries:
         return []
-    return [
-        {"type": "plugin.data.batch", "payload": {"items": entries}, "via": "effects.pluginData"}
-    ]
+    return [_FromEffects(type="plugin.data.batch", payload={"items": entries})]
 
 
 def proposal_batch(proposals: Sequence[Any], *, package: str, runtime: str) -> ProposalBatch:
@@ -237,8 +240,8 @@ def proposal_batch(proposals: Sequence[Any], *, package: str, runtime: str) -> P
         where = f"{runtime}: proposal {index}"
         if not isinstance(proposal, Mapping):
             raise ProposalRefused("proposal-invalid", f"{where}: must be an object")
-        if proposal.get("via"):
-            where = f"{runtime}: {proposal['via']}"
+        if isinstance(proposal, _FromEffects):
+            where = f"{runtime}: effects.pluginData"
         kind = proposal.get("type")
         source = proposal.get("source")
         claimed = source.get("pluginId") if isinstance(source, Mapping) else None

@@ -82,6 +82,9 @@ def test_an_unknown_type_is_refused_naming_the_type_and_the_runtime():
         "[unknown-proposal-type]"
     )
     assert refused({"payload": {}}).code == "unknown-proposal-type"  # no type at all
+    # Only the hub marks what came from effects.pluginData; a plugin's own key does not.
+    forged = refused({"type": "nope", "via": "effects.pluginData", "payload": {}})
+    assert forged.message.startswith("ledger/keep: proposal 0: ")
 
 
 @pytest.mark.parametrize(
