@@ -111,6 +111,10 @@ class AgentRuntimeContext:
     call_tool: Callable[..., Any] | None = None
     call_service: Callable[..., Any] | None = None
     registered_tools: Sequence[Mapping[str, Any]] | None = None  # None: ask the host (plugin_load)
+    # Stages every proposal of one tool call, as the caller commits them (sessions.turns: plugin
+    # data, batches, deletes, session lore, events), or refuses them all: (plugin, proposals)
+    # -> the refusal's message, or None. Without it only plugin.data is staged.
+    stage_proposals: Callable[[str, Sequence[Mapping[str, Any]]], str | None] | None = None
     # How a plugin.data proposal's payload becomes ops (sessions.operations.proposal_ops): the
     # caller's, as the data handle is, since agents sit below sessions and import none of it.
     proposal_ops: Callable[[Mapping[str, Any]], list[Mapping[str, Any]]] | None = None
@@ -357,6 +361,11 @@ class _Executor:
         )
 
     def _stage_proposals(self, proposals: Sequence[Mapping[str, Any]]) -> str | None:
+        if self.context.stage_proposals is not None and proposals:
+            refused = self.context.stage_proposals(self.manifest.id, proposals)
+            if refused is None:
+                self.record.proposals.extend(dict(p) for p in proposals)
+            return refused
         for proposal in proposals:
             if proposal.get("type") != "plugin.data":
                 continue  # other proposal kinds are the caller's (kept in run.proposals)

@@ -36,6 +36,7 @@ OP_KINDS = ("set", "merge", "inc", "append", "insert", "remove", "upsertItem", "
 LIST_LIMIT = 50  # records a <dataset>-list call returns by default; at most LIST_MAX
 LIST_MAX = 200
 NOTIFICATION_LEVELS = ("info", "success", "warning", "error")
+NOTIFICATION_TITLE_MAX = 120
 # checkbox and toggle are both a boolean; a select needs options.
 FORM_FIELD_TYPES = ("text", "textarea", "number", "integer", "checkbox", "toggle", "select")
 # A form field name is a key of the submitted values; camelCase and kebab-case both read well.
@@ -248,7 +249,7 @@ def notification_schema() -> dict[str, Any]:
         "required": ["title"],
         "additionalProperties": False,
         "properties": {
-            "title": {"type": "string", "minLength": 1, "maxLength": 120},
+            "title": {"type": "string", "minLength": 1, "maxLength": NOTIFICATION_TITLE_MAX},
             "body": {"type": "string", "maxLength": 1000},
             "level": {"type": "string", "enum": list(NOTIFICATION_LEVELS)},
         },
@@ -351,6 +352,26 @@ def _compiled(schema: Mapping[str, Any]) -> Any:
 # The built-in shapes never change: compiled once, not for every form or notice checked.
 _FORM_VALIDATORS = {kind: _compiled(form_schema(interaction=kind)) for kind in (False, True)}
 _NOTIFICATION_VALIDATOR = _compiled(notification_schema())
+
+
+def notification_normalise(notice: Any) -> Any:
+    """Covel's notification shape, {title?, message, level?}, in ours, {title, body?, level?}.
+
+    Covel shows the title and the message, or whichever of them is given. Without a title the
+    message's first line (cut to a title's length) is the title and the whole message the body.
+    Anything else is left as it is, for notification_problem to name.
+    """
+    if not isinstance(notice, dict) or not isinstance(notice.get("message"), str):
+        return notice
+    out = {k: v for k, v in notice.items() if k != "message"}
+    message = notice["message"].strip()
+    title = out.get("title")
+    if not (isinstance(title, str) and title.strip()):
+        title = message.splitlines()[0][:NOTIFICATION_TITLE_MAX] if message else ""
+        out["title"] = title
+    if message and message != title and "body" not in out:
+        out["body"] = message
+    return out
 
 
 def notification_problem(notice: Any, *, base: str = "") -> str | None:

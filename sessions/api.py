@@ -31,6 +31,7 @@ from sessions.schemas import (
     EventsQuery,
     InteractionSubmitIn,
     JobAcceptedOut,
+    LorebookOut,
     PluginDataOut,
     RpcIn,
     RpcOut,
@@ -151,6 +152,13 @@ def update_session(request: HttpRequest, session_id: str, data: SessionStatusIn)
 )
 def plugin_data(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
     return selectors.plugin_data_rows(session=_session(request, session_id))
+
+
+@router.get("/sessions/{session_id}/lorebook", response={200: LorebookOut, **READ_ERRORS})
+def session_lorebook(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    """The session's own lore (what packages wrote with lorebook.upsert), enabled entries by
+    insertionOrder then id; the world's data/lorebook.yaml is on GET /worlds/{id}."""
+    return {"entries": selectors.session_lore(session=_session(request, session_id))}
 
 
 @router.get("/sessions/{session_id}/turns", response={200: TurnPageOut, **READ_ERRORS})

@@ -18,6 +18,7 @@ from pluginhost.errors import CallbackRefused
 from sessions.errors import WriteRefused
 from sessions.models import PluginData, Session, Turn
 from sessions.operations import MISSING, TurnOverlay, check_value, datasets_of
+from sessions.proposals import reserved_namespace
 
 MAX_MESSAGES_PAGE = 500
 
@@ -83,6 +84,13 @@ class SessionCallbacks(PackageCapabilities):
         if self.overlay is not None:
             raise CallbackRefused(
                 "a runtime's writes commit with its turn; use ctx.pluginData", code="not_allowed"
+            )
+        if reserved_namespace(namespace):
+            # Covel's RPC store view refuses the framework's namespaces as its commit does.
+            raise CallbackRefused(
+                f"{self.package}: namespace {namespace!r} is reserved for the framework and "
+                "cannot be written by plugins",
+                code="namespace-reserved",
             )
         dataset = datasets_of(self.manifest).get(namespace) if self.manifest is not None else None
         try:

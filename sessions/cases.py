@@ -46,6 +46,9 @@ from agents.tools import event_directory, service_providers
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 
 CASES_FILE = "tests/runtime-cases.json"
+# The time a mock run stamps on what it writes (session lore's createdAt/updatedAt): one fixed
+# instant, so a case's report is the same on every run.
+MOCK_NOW = "2000-01-01T00:00:00+00:00"
 CASE_FIELDS = {
     "name",
     "runtimeId",
@@ -504,6 +507,9 @@ class MockTurn:
             emit=lambda topic, payload: self.emitted(rid, topic, payload),
             tool_context={"turnNumber": 1, "logicalTurn": 1},
             proposal_ops=proposal_ops,
+            stage_proposals=lambda plugin, proposals: self.stage_tool_proposals(
+                rid, plugin, proposals
+            ),
         )
         endpoint = Endpoint(
             slot=agent_slot(runtime, settings),
@@ -529,13 +535,43 @@ class MockTurn:
         )
         self.finish(outcome)
 
+    def stage_tool_proposals(
+        self, rid: str, plugin: str, proposals: Sequence[Mapping[str, Any]]
+    ) -> str | None:
+        """An agent tool call's proposals, checked as a turn checks them: all staged, or none
+        and the refusal for the model."""
+        from sessions.errors import WriteRefused
+        from sessions.proposals import ProposalRefused, lore_writes, proposal_batch
+
+        mark = len(self.overlay.writes)
+        try:
+            batch = proposal_batch(list(proposals), package=plugin, runtime=rid)
+            lore = lore_writes(
+                self.overlay, runtime=rid, plugin=plugin, lore=batch.lore, now=MOCK_NOW
+            )
+            for namespace, key, ops in [*batch.writes, *lore]:
+                self.overlay.stage(
+                    runtime=rid, plugin=plugin, namespace=namespace, key=key, ops=ops
+                )
+        except (ProposalRefused, WriteRefused) as exc:
+            self.overlay.discard_since(mark)
+            return str(exc)
+        for topic, payload in batch.events:
+            self.emitted(rid, topic, payload)
+        return None
+
     def run_function(
         self, manifest: Manifest, runtime: RuntimeManifest, inputs: dict[str, Any]
     ) -> Outcome:
         from pluginhost.errors import PluginHostError
         from pluginhost.services import plugin_function_call
         from sessions.errors import OperationError
-        from sessions.operations import proposal_ops
+        from sessions.proposals import (
+            ProposalRefused,
+            effects_proposals,
+            lore_writes,
+            proposal_batch,
+        )
 
         rid = runtime.qualified_id
         try:
@@ -606,21 +642,24 @@ class MockTurn:
             else:
                 continue
             writes.append((str(op["namespace"]), str(op["key"]), ops))
-        for proposal in answer.proposals:
-            if proposal.get("type") == "plugin.data":
-                payload = proposal.get("payload") or {}
-                try:
-                    writes.append(
-                        (
-                            str(payload.get("namespace")),
-                            str(payload.get("key")),
-                            list(proposal_ops(payload)),
-                        )
-                    )
-                except OperationError as exc:
-                    return Outcome(
-                        rid, manifest.id, "function", "failed", "write-refused", str(exc)
-                    )
+        # The proposals and effects.pluginData, checked as a turn checks them (sessions.proposals).
+        effects = value.get("effects") if isinstance(value.get("effects"), dict) else {}
+        try:
+            batch = proposal_batch(
+                [*answer.proposals, *effects_proposals(effects.get("pluginData"))],
+                package=manifest.id,
+                runtime=rid,
+            )
+        except ProposalRefused as exc:
+            return Outcome(rid, manifest.id, "function", "failed", exc.code, exc.message)
+        writes.extend(batch.writes)
+        writes.extend(
+            lore_writes(
+                self.overlay, runtime=rid, plugin=manifest.id, lore=batch.lore, now=MOCK_NOW
+            )
+        )
+        for topic, payload in batch.events:
+            self.emitted(rid, topic, payload)
         for namespace, key, ops in writes:
             try:
                 self.overlay.stage(

@@ -161,6 +161,26 @@ class PluginDataOut(Schema):
     updatedAt: str
 
 
+class LoreEntryOut(Schema):
+    """One session lore entry a package wrote (lorebook.upsert), as Covel's session lorebook."""
+
+    id: str
+    pluginId: str
+    keys: list[str]
+    content: str
+    strategy: str
+    position: str
+    insertionOrder: int
+    enabled: bool
+    extra: Any = None
+    createdAt: str | None = None
+    updatedAt: str | None = None
+
+
+class LorebookOut(Schema):
+    entries: list[LoreEntryOut]
+
+
 class TurnRowOut(Schema):
     turnId: str
     number: int

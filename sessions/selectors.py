@@ -26,6 +26,7 @@ from sessions.models import (
     Session,
     Turn,
 )
+from sessions.proposals import LORE_NAMESPACE
 
 LOCALE_NAME = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 _MANIFESTS: dict[tuple[str, str, str], Manifest | None] = {}
@@ -137,6 +138,32 @@ def turn_list(*, session: Session, limit: int = 50, offset: int = 0) -> list[Tur
 
 def turn_count(*, session: Session) -> int:
     return Turn.objects.filter(session=session).count()
+
+
+# ------------------------------------------------------------------ session lore
+
+
+def session_lore(*, session: Session) -> list[dict[str, Any]]:
+    """The lore packages wrote in this session (lorebook.upsert), enabled entries only, by
+    insertionOrder then id, as Covel lists its session lorebook.
+
+    Each entry has the world lorebook's {id, title, keys, text} (title: its first key, else
+    its id) and Covel's own fields (content, strategy, position, insertionOrder, pluginId).
+    """
+    rows = PluginData.objects.filter(session=session, namespace=LORE_NAMESPACE).values_list(
+        "value", flat=True
+    )
+    entries = [dict(v) for v in rows if isinstance(v, dict) and v.get("enabled", True)]
+    entries.sort(key=lambda e: (e.get("insertionOrder", 100), str(e.get("id"))))
+    return [
+        {
+            "title": (e.get("keys") or [e.get("id")])[0],
+            "text": e.get("content", ""),
+            "source": "session",
+            **e,
+        }
+        for e in entries
+    ]
 
 
 # ------------------------------------------------------------------ forms and notifications

@@ -37,7 +37,7 @@ from pluginhost.errors import CallbackRefused, PluginHostError
 from pluginhost.services import function_timeout, plugin_function_call, plugin_guard_call
 from sessions import hooks, selectors, services
 from sessions.callbacks import SessionCallbacks
-from sessions.errors import OperationError, WriteRefused
+from sessions.errors import WriteRefused
 from sessions.forms import form_normalise
 from sessions.inputs import bind_inputs, committed_sources, staged_operations
 from sessions.locks import (
@@ -49,6 +49,13 @@ from sessions.locks import (
 from sessions.models import Interaction, PluginData, RecordedExport, Session, Turn
 from sessions.operations import MISSING, TurnOverlay, datasets_of, proposal_ops
 from sessions.planner import STAGES, Plan, PlannedRuntime, Skip, plan_turn
+from sessions.proposals import (
+    ProposalRefused,
+    effects_proposals,
+    lore_writes,
+    proposal_batch,
+    reserved_namespace,
+)
 from sessions.resolver import Resolution
 from sessions.schema_files import schema_validator
 from sessions.triggers import record_trigger
@@ -125,7 +132,8 @@ class _Frame:
     result: RuntimeResult  # the owner's result, which lists the nested runs
     calls: int = 0  # nested runs started so far
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # held nested events
-    refused: str = ""  # a write of this run refused while it was handed over: it cannot succeed
+    # (code, message) of a write of this run refused while it was handed over: it cannot succeed
+    refused: tuple[str, str] | None = None
 
 
 @dataclass
@@ -276,7 +284,9 @@ class TurnExecutor:
             "characters": list(world.characters or []),
             # The character field definitions, under the spec's name (data/world.data.yaml).
             "characterSchema": list(world.character_schema or []),
-            "lorebook": list(world.lorebook or []),
+            # The world's data/lorebook.yaml, then the session lore packages wrote
+            # (lorebook.upsert), as Covel's context lists its session lorebook.
+            "lorebook": [*(world.lorebook or []), *selectors.session_lore(session=self.session)],
             # Read when the turn starts, so a switched current character shows from the next turn.
             "seats": list(self.session.seats or []),
         }
@@ -637,28 +647,43 @@ class TurnExecutor:
         package: str,
         operations: list[dict[str, Any]],
         proposals: list[dict[str, Any]],
-    ) -> str | None:
-        """Stage a run's writes in the overlay as owner's; a refusal's message, or None."""
+        events: list[tuple[str, dict[str, Any]]] | None = None,
+    ) -> tuple[str, str] | None:
+        """Stage a run's writes in the overlay as owner's; (code, message) of a refusal, or None.
+
+        Proposals are checked and sorted by sessions.proposals: plugin data, session lore and
+        events (added to `events`, which the caller sends when the run succeeds). After a
+        refusal the caller throws away what was staged: a function run is dropped, an agent's
+        tool call discards its writes (_stage_tool_proposals).
+        """
+        try:
+            batch = proposal_batch(proposals, package=package, runtime=owner)
+        except ProposalRefused as exc:
+            return exc.code, exc.message
         staged: list[tuple[str, str, list[Mapping[str, Any]]]] = []
         for op in operations:
-            kind = op.get("kind")
-            if kind == "set":
-                staged.append(
-                    (op["namespace"], op["key"], [{"op": "set", "value": op.get("value")}])
+            kind, namespace = op.get("kind"), str(op.get("namespace"))
+            if kind in ("set", "update", "delete") and reserved_namespace(namespace):
+                return "namespace-reserved", (
+                    f"{owner}: ctx.pluginData cannot write namespace {namespace!r}, which is "
+                    "reserved for the framework [namespace-reserved]"
                 )
+            if kind == "set":
+                staged.append((namespace, op["key"], [{"op": "set", "value": op.get("value")}]))
             elif kind == "update":
-                staged.append((op["namespace"], op["key"], list(op.get("ops") or [])))
+                staged.append((namespace, op["key"], list(op.get("ops") or [])))
             elif kind == "delete":
-                staged.append((op["namespace"], op["key"], [{"op": "delete"}]))
-        for proposal in proposals:
-            if proposal.get("type") != "plugin.data":
-                continue
-            payload = proposal.get("payload") or {}
-            try:
-                ops = proposal_ops(payload)
-            except OperationError as exc:
-                return f"{package}/{payload.get('namespace')}/{payload.get('key')}: {exc}"
-            staged.append((str(payload.get("namespace")), str(payload.get("key")), ops))
+                staged.append((namespace, op["key"], [{"op": "delete"}]))
+        staged.extend(batch.writes)
+        staged.extend(
+            lore_writes(
+                self.overlay,
+                runtime=owner,
+                plugin=package,
+                lore=batch.lore,
+                now=timezone.now().isoformat(),
+            )
+        )
         for namespace, key, ops in staged:
             try:
                 self.overlay.stage(
@@ -669,7 +694,25 @@ class TurnExecutor:
                     ops=ops,
                 )
             except WriteRefused as exc:
-                return str(exc)
+                return "write-refused", str(exc)
+        if events is not None:
+            events.extend(batch.events)
+        return None
+
+    def _stage_tool_proposals(
+        self, planned: PlannedRuntime, package: str, proposals: list[dict[str, Any]]
+    ) -> str | None:
+        """An agent's tool call's proposals: staged as the agent's, or none of them (the
+        refusal goes back to the model as the tool's error); their events are sent at once,
+        as the agent's other events are."""
+        mark = len(self.overlay.writes)
+        events: list[tuple[str, dict[str, Any]]] = []
+        refused = self._stage_writes(planned.runtime, package, [], proposals, events)
+        if refused:
+            self.overlay.discard_since(mark)
+            return refused[1]
+        for topic, payload in events:
+            self._emitted(planned, topic, payload)
         return None
 
     def _check_output(self, manifest: Manifest, planned: PlannedRuntime, output: Any) -> str | None:
@@ -692,7 +735,7 @@ class TurnExecutor:
         A form is checked against the same schema as create-form, its validation must be listed
         in contributes.forms, and its interactionId must be new in the session.
         """
-        from agents.tools import form_problem, notification_problem
+        from agents.tools import form_problem, notification_normalise, notification_problem
 
         where = f"{planned.runtime} (plugin {planned.package})"
         notices = effects.get("notifications") or []
@@ -702,6 +745,8 @@ class TurnExecutor:
                 "effects-invalid",
                 f"{where}: effects.notifications and effects.interactions are lists",
             )
+        # Covel's {level, title, message} is taken as ours (agents.tools.notification_normalise).
+        notices = [notification_normalise(n) for n in notices]
         for index, notice in enumerate(notices):
             problem = notification_problem(notice, base=f"/effects/notifications/{index}")
             if problem:
@@ -809,11 +854,18 @@ class TurnExecutor:
         refused = self._take_effects(manifest, planned, effects, owner=frame.owner)
         if refused:
             return FAILED, *refused, None
+        try:
+            proposals = [
+                *answer.proposals,
+                *effects_proposals(effects.get("pluginData")),
+            ]
+        except ProposalRefused as exc:
+            return DROPPED, exc.code, exc.message, output
         refused = frame.refused or self._stage_writes(
-            frame.owner, planned.package, answer.operations, answer.proposals
+            frame.owner, planned.package, answer.operations, proposals, frame.events
         )
         if refused:
-            return DROPPED, "write-refused", refused, output
+            return DROPPED, *refused, output
         return SUCCEEDED, "", "", output
 
     # -------------------------------------------------------------- nested calls
@@ -836,14 +888,14 @@ class TurnExecutor:
         """
         # The caller's writes so far left its handler with this call: they are staged first,
         # as the owner's, so the nested run reads them.
-        if not frame.refused:
-            frame.refused = (
-                self._stage_writes(frame.owner, frame.package, operations, proposals) or ""
+        if frame.refused is None:
+            frame.refused = self._stage_writes(
+                frame.owner, frame.package, operations, proposals, frame.events
             )
         if frame.refused:
             raise CallbackRefused(
                 f"recursiveCall: a write of {frame.runtime.qualified_id} was refused, so it "
-                f"cannot succeed: {frame.refused}",
+                f"cannot succeed: {frame.refused[1]}",
                 code="write_refused",
             )
         manifest = self.installed[frame.package]
@@ -995,6 +1047,9 @@ class TurnExecutor:
             events=event_directory(self.active),
             services=service_providers(self.active),
             emit=lambda topic, payload: self._emitted(planned, topic, payload),
+            stage_proposals=lambda plugin, proposals: self._stage_tool_proposals(
+                planned, plugin, list(proposals)
+            ),
             on_text=stream.add if stream is not None else None,
             tool_context={"turnNumber": self.logical_turn},
             proposal_ops=proposal_ops,

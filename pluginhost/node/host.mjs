@@ -24,6 +24,7 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import * as sdk from "./sdk.mjs";
 import { createRandom } from "./random.mjs";
+import { messageCatalogs, pluginMessagesFor } from "./messages.mjs";
 import { applyOperations, OperationError } from "./ops.mjs";
 import { addPackageRoot, installResolver, isInside, importFailure } from "./resolver.mjs";
 import { exitHost, lockDown, NETWORK_GLOBALS } from "./contain.mjs";
@@ -433,7 +434,7 @@ async function importInside(root, file, tag, what) {
 async function loadPackage(params, call) {
   const root = addPackageRoot(params.root);
   const tag = String(++loadCounter);
-  const pkg = { id: params.package, root, runtimes: new Map(), tools: new Map(), actions: new Map(), forms: new Map(), services: new Map(), hooks: [], extensions: new Map(), contributedTools: params.declared?.tools ?? [], singleRuntime: params.singleRuntime === true };
+  const pkg = { id: params.package, root, catalogs: messageCatalogs(params.messages), messageCache: new Map(), runtimes: new Map(), tools: new Map(), actions: new Map(), forms: new Map(), services: new Map(), hooks: [], extensions: new Map(), contributedTools: params.declared?.tools ?? [], singleRuntime: params.singleRuntime === true };
   const registration = { tools: [], actions: [], services: [], hooks: [], wires: [], forms: [], extensions: [], dispose: [], closed: false, extract: params.mode === "extract", controller: new AbortController() };
   if (params.entry) {
     const entryFile = path.resolve(root, params.entry);
@@ -613,6 +614,11 @@ function toolFailure(error, toolName) {
   return new HostError("tool_failed", `tool "${toolName}" threw: ${error?.message ?? String(error)}`);
 }
 
+/** ctx.messages of a call: what Python sent, else the package's catalogues in the call's locale. */
+function messagesOf(pkg, c) {
+  return c.messages ?? pluginMessagesFor(pkg.catalogs, c.locale, pkg.messageCache);
+}
+
 function toolContext(call, pkg, c, extra = {}) {
   return {
     sessionId: c.sessionId ?? null,
@@ -620,6 +626,7 @@ function toolContext(call, pkg, c, extra = {}) {
     pluginId: pkg.id,
     runtimeId: c.runtimeId ?? call.runtime ?? pkg.id,
     locale: c.locale ?? null,
+    messages: messagesOf(pkg, c),
     world: c.world ?? null,
     userSettings: c.userSettings ?? {},
     turnNumber: c.turnNumber,
@@ -788,6 +795,7 @@ const methods = {
       action: action.name,
       runtimeId: c.runtimeId,
       locale: c.locale ?? null,
+      messages: messagesOf(pkg, c),
       userSettings: c.userSettings ?? {},
       command: c.command,
       environment: c.environment,
@@ -821,6 +829,7 @@ const methods = {
       world: c.world ?? null,
       userSettings: c.userSettings ?? {},
       locale: c.locale ?? null,
+      messages: messagesOf(pkg, c),
       logicalTurn: c.logicalTurn,
       recursionDepth: c.recursionDepth ?? 0,
       recursiveCall: (request) => recursiveCall(call, c, request),
@@ -883,6 +892,7 @@ const methods = {
       world: c.world ?? null,
       userSettings: c.userSettings ?? {},
       locale: c.locale ?? null,
+      messages: messagesOf(pkg, c),
       logicalTurn: c.logicalTurn,
       store: makeStore(call),
       signal: call.controller.signal,
@@ -897,7 +907,8 @@ const methods = {
     const pkg = packageOf(params.package);
     const form = pkg.forms.get(params.name);
     if (!form) throw new HostError("form_not_found", `package ${pkg.id} has no form validator "${params.name}"`);
-    const outcome = form.validator(params.values ?? {}, params.data ?? null, params.context ?? {});
+    const c = params.context ?? {};
+    const outcome = form.validator(params.values ?? {}, params.data ?? null, { ...c, messages: messagesOf(pkg, c) });
     if (outcome && typeof outcome.then === "function") {
       throw new HostError("validator_not_synchronous", `form validator "${params.name}" returned a promise; validators must be synchronous`);
     }

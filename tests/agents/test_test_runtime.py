@@ -239,3 +239,51 @@ def test_a_package_that_does_not_load_fails_every_case_with_the_loaders_errors(t
         f.startswith("the package does not load: PLUGIN.md:/runtime/agent/finishWith")
         for f in failures
     )
+
+
+def test_a_functions_batch_proposals_are_saved_and_a_reserved_namespace_fails_the_case(
+    tmp_path: Path,
+):
+    # The corpus package that writes through plugin.data.batch / plugin.data.delete proposals.
+    package = tmp_path / "ledger-batch"
+    shutil.copytree(REPO / "tests" / "covel_corpus" / "ledger-batch", package)
+    write_cases(
+        package,
+        [
+            {
+                "name": "a-batch",
+                "runtimeId": "ledger-batch",
+                "message": "we set sail",
+                "expect": {
+                    "runtimeResults": [{"runtimeId": "ledger-batch", "status": "success"}],
+                    "pluginData": [
+                        {
+                            "namespace": "ledger",
+                            "key": "latest",
+                            "field": "message",
+                            "equals": "we set sail",
+                        },
+                        {"namespace": "tallies", "key": "turns", "equals": 1},
+                    ],
+                },
+            },
+            {
+                "name": "a-forged-namespace",
+                "runtimeId": "ledger-batch",
+                "message": "audit",
+                "expect": {
+                    "runtimeResults": [
+                        {
+                            "runtimeId": "ledger-batch",
+                            "status": "failed",
+                            "errorIncludes": "'_runtime_jobs'",
+                        }
+                    ],
+                    "pluginData": [{"namespace": "tallies", "key": "turns", "status": "absent"}],
+                },
+            },
+        ],
+    )
+    code, report, _ = run_command(str(package))
+    assert code == 0, json.dumps(report, indent=2)
+    assert [c["status"] for c in report["cases"]] == ["passed", "passed"]

@@ -56,6 +56,7 @@ class TestPermissions:
         [
             ("get", "", None),
             ("get", "/plugin-data", None),
+            ("get", "/lorebook", None),
             ("get", "/turns", None),
             ("get", "/events?wait=0", None),
             ("post", "/actions", {"message": "I steal her gold."}),

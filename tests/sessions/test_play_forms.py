@@ -100,7 +100,7 @@ def answer_issues(response) -> list[dict]:
     return found
 
 
-def sheet_session(tmp_path, alice, *, locale: str = "en"):
+def sheet_session(tmp_path, alice, *, locale: str = "en", files: dict | None = None):
     folder = write_plugin(
         tmp_path,
         "sheet",
@@ -114,6 +114,7 @@ def sheet_session(tmp_path, alice, *, locale: str = "en"):
             "locales/fr.messages.json": json.dumps(
                 {"Strength is at most 15.": "La force est au plus 15."}
             ),
+            **(files or {}),
         },
     )
     index_folder(folder)
@@ -275,6 +276,16 @@ def test_the_fields_own_checks_refuse_with_every_issue_and_store_nothing(
     [error] = events(session, "error.occurred")
     assert error["code"] == "form_rejected" and error["interactionId"] == "sheet-1"
     assert error["issues"] == issues
+
+
+def test_a_validator_reads_covels_messages_section_in_the_sessions_language(db, alice, tmp_path):
+    # Covel's place for code text: the messages: section of locales/<locale>.yaml.
+    catalogue = 'messages:\n  "Strength is at most 15.": "力量最多为 15。"\n'
+    session = sheet_session(tmp_path, alice, locale="zh-CN", files={"locales/zh.yaml": catalogue})
+    play(session, "ask")
+    strong = submit(client_for(alice), session, {**GOOD, "strength": 16})
+    assert strong.status_code == 422
+    assert answer_issues(strong) == [{"field": "strength", "message": "力量最多为 15。"}]
 
 
 def test_the_packages_validator_refuses_per_field_and_for_the_whole_form(db, alice, tmp_path):
