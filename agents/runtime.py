@@ -88,6 +88,7 @@ class AgentRuntimeContext:
     story_text: str | None = None  # this turn's story, for runtimes after the narrative
     history: Sequence[Turn] = ()
     summary: str | None = None
+    compacted: str | None = None  # history.compact@2 summaries (agents.prompt.PromptContext)
     inputs: Mapping[str, Any] = field(default_factory=dict)  # name -> bound value (unwrapped)
     payload: Any = None  # a manual trigger's payload (the model reads it in <trigger-payload>)
     self_data: Mapping[str, Sequence[DataEntry]] | None = None  # None: read through `data`
@@ -557,6 +558,7 @@ def run_agent_runtime(
             story_text=context.story_text,
             history=context.history,
             summary=context.summary,
+            compacted=context.compacted,
             inputs=context.inputs,
             self_data=_self_data(manifest, runtime, context),
             variables=context.variables,

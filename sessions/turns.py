@@ -224,6 +224,11 @@ class TurnExecutor:
         self.jobs: list[PlannedRuntime] = []
         self.job_inputs: dict[str, dict[str, Any]] = {}
         self.world = self._world()
+        # Extension points (sessions.extensions): segments collected and compaction asked
+        # once a turn; whether the agent history goes through them at all.
+        self._segments: list[dict[str, Any]] | None = None
+        self._compacted = False
+        self._extended_history: bool | None = None
         self.user_settings: dict[str, dict[str, Any]] = {}
         # A background turn (a detached job) holds its events until its commit: a job that times
         # out, is cancelled or goes stale announces nothing it never saved (its
@@ -910,6 +915,7 @@ class TurnExecutor:
         user_settings = user_settings_for(package_id=planned.package, session=self.session)
         stream = _StoryStream(self, planned) if runtime.visibility == "story" else None
         bounds = (runtime.data.get("agent") or {}).get("history") or {}  # none: the whole game
+        history, compacted = self._agent_history(planned, bounds.get("maxTurns"), result)
         context = AgentRuntimeContext(
             data=OverlayData(overlay=self.overlay, runtime=planned.runtime),
             callbacks_for=lambda plugin: SessionCallbacks(
@@ -924,7 +930,9 @@ class TurnExecutor:
             turn_id=str(self.turn.pk),
             player_message=self.request.message,
             story_text=self.narrative_text or None,
-            history=self._history(max_turns=bounds.get("maxTurns")),
+            history=history,
+            compacted=compacted,
+            segments=self._extension_segments(planned, result),
             inputs={name: bound["value"] for name, bound in inputs.items()},
             payload=self.request.manual.get(planned.runtime),
             variables={"world": self.world, "settings": user_settings},
@@ -940,7 +948,7 @@ class TurnExecutor:
             proposal_ops=proposal_ops,
         )
         run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
-        result.warnings = list(run.warnings)
+        result.warnings += list(run.warnings)
         if stream is not None:
             stream.flush()
         if run.status != "success":
@@ -959,6 +967,113 @@ class TurnExecutor:
             self.notifications.setdefault(planned.runtime, []).append(
                 {k: notice[k] for k in ("title", "body", "level") if k in notice}
             )
+
+    # -------------------------------------------------------------- extension points
+
+    def _extension_failed(self, failures: list[dict[str, Any]], result: RuntimeResult) -> None:
+        """A failing provider is skipped (Covel's onError "skip"), never silently: the runtime's
+        warnings and an extension.failed event say which one and why."""
+        for failure in failures:
+            result.warnings.append(
+                f"{failure['point']} {failure['plugin']}/{failure['extension']} was skipped "
+                f"[{failure['code']}]: {failure['message']}"
+            )
+            self.emit("extension.failed", {**failure, "runtime": result.runtime})
+
+    def _extension_segments(
+        self, planned: PlannedRuntime, result: RuntimeResult
+    ) -> list[dict[str, Any]]:
+        """prompt.segment@1: collected once a turn, then chosen by each runtime's audience."""
+        from sessions import extensions
+
+        if self._segments is None:
+            failures: list[dict[str, Any]] = []
+            self._segments = extensions.prompt_segments(
+                session=self.session,
+                active=self.active,
+                turn_id=str(self.turn.pk),
+                player_message=self.request.message,
+                world=self.world,
+                failures=failures,
+            )
+            # The host provides each package's static contributes.prompt the same way (Covel).
+            self._segments[:0] = [
+                {"audience": "all", "volatility": "stable", **s, "providerPluginId": m.id}
+                for m in self.active
+                for s in thaw(m.contributes.get("prompt") or ())
+            ]
+            self._extension_failed(failures, result)
+        runtime = planned.manifest
+        output = (runtime.data.get("io") or {}).get("output") or {}
+        return extensions.segments_for(
+            self._segments,
+            package=planned.package,
+            story=runtime.visibility == "story",
+            contract=output.get("contract"),
+        )
+
+    def _agent_history(
+        self, planned: PlannedRuntime, max_turns: int | None, result: RuntimeResult
+    ) -> tuple[list[Any], str | None]:
+        """The agent's history and the compacted summaries that stand for its oldest part.
+
+        With no history.compact@2 or prompt.history-transform@1 provider and no summary saved,
+        this is _history's one query. Otherwise the whole log is read: compaction (once a
+        turn) sees every uncompacted message, then the transform pipeline, then agent.history.
+        """
+        from agents.prompt import Turn as PromptTurn
+        from sessions import extensions
+
+        if self._extended_history is None:
+            self._extended_history = bool(
+                extensions.providers_of(self.active, extensions.COMPACT)
+                or extensions.providers_of(self.active, extensions.HISTORY_TRANSFORM)
+                or extensions.summaries_of(self.session)
+            )
+        if not self._extended_history or max_turns == 0:
+            return self._history(max_turns=max_turns), None
+        rows = Turn.objects.filter(
+            session_id=self.session.pk, kind=Turn.Kind.PLAYER, status=Turn.Status.COMMITTED
+        ).order_by("created_at")
+        messages = extensions.history_messages(
+            session=self.session,
+            rows=rows.values_list("pk", "player_message", "narrative_text", "created_at"),
+        )
+        failures: list[dict[str, Any]] = []
+        summaries = extensions.summaries_of(self.session)
+        covered = {i for s in summaries for i in s.message_ids}
+        uncompacted = [m for m in messages if m["id"] not in covered]
+        if not self._compacted:
+            self._compacted = True
+            if extensions.history_compact(
+                session=self.session,
+                active=self.active,
+                system_prompt=planned.manifest.prompt,
+                messages=uncompacted,
+                failures=failures,
+            ):
+                summaries = extensions.summaries_of(self.session)
+                covered = {i for s in summaries for i in s.message_ids}
+                uncompacted = [m for m in messages if m["id"] not in covered]
+        shown = extensions.history_transform(
+            session=self.session,
+            active=self.active,
+            messages=uncompacted,
+            turn_id=str(self.turn.pk),
+            failures=failures,
+        )
+        self._extension_failed(failures, result)
+        turns: list[list[dict[str, str]]] = []
+        last = None
+        for message in shown:
+            if message["turnId"] != last:
+                turns.append([])
+                last = message["turnId"]
+            turns[-1].append({"role": message["role"], "content": message["content"]})
+        history = [PromptTurn(messages=tuple(t)) for t in turns]
+        if max_turns is not None:
+            history = history[-max_turns:]
+        return history, extensions.compacted_envelope(summaries)
 
     def _history(self, *, max_turns: int | None = None) -> list[Any]:
         """The session's committed player turns, oldest first, as the prompt's history.

@@ -34,9 +34,7 @@ def corpus_index(*package_ids: str, source: str = "bundled") -> dict[str, Any]:
     return {pid: index_folder(CORPUS / pid, source=source) for pid in package_ids}
 
 
-def corpus_session(
-    owner: Any, *package_ids: str, settings: dict[str, Any] | None = None
-) -> Any:
+def corpus_session(owner: Any, *package_ids: str, settings: dict[str, Any] | None = None) -> Any:
     """A fresh session of a world that ticks the given corpus packages."""
     from sessions.services import session_create
 

@@ -1,0 +1,156 @@
+"""Extension points played through real turns: the corpus packages' providers run in the real
+Node host, and the local stand-in model shows the prompt each agent received.
+
+Covel's behaviour (ackness/covel, its extension-point contracts and the prompt assembler):
+prompt.segment@1 collects segments by audience and position from committed data;
+prompt.history-transform@1 pipes the history; history.compact@2 replaces the oldest
+uncompacted messages with a <compacted_history> user message; ui.slot@1 projects a slot's
+value; a failing provider is skipped and reported, never failing the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from corpus_support import by_runtime, corpus_index, play
+from test_play_support import index_bundled, make_world
+
+from agents.models import ModelSlot
+from agents.standin import StandInModel
+from eventlog.models import SessionEvent
+from sessions.models import HistorySummary, PluginData
+from sessions.services import session_create
+
+
+def story_session(alice: Any, *package_ids: str) -> Any:
+    """A session whose story is the bundled story agent, with the given corpus packages."""
+    index_bundled("story-agent")
+    corpus_index(*package_ids)
+    world = make_world(owner=alice, plugins=["story-agent", *package_ids])
+    return session_create(owner=alice, world=world)
+
+
+def story_replies(*texts: str) -> list[dict[str, Any]]:
+    return [{"content": text} for text in texts]
+
+
+def system_of(request: dict[str, Any]) -> str:
+    return request["messages"][0]["content"]
+
+
+def failures(session: Any) -> list[dict[str, Any]]:
+    events = SessionEvent.objects.filter(session=session, type="extension.failed")
+    return [e.payload for e in events.order_by("seq")]
+
+
+# ---------------------------------------------------------------- prompt.segment@1
+
+
+def test_mood_segments_project_committed_data_into_the_story_prompt(db, alice):
+    with StandInModel(story_replies("Rain.", "Thunder.", "Quiet.")) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        session = story_session(alice, "mood-segments")
+        first = play(session, "A storm rolls in.")
+        second = play(session, "I wait.")
+        requests = model.requests
+    assert first["status"] == second["status"] == "committed"
+    # Turn 1: nothing committed yet, so no provider has a segment (Covel reads committed data).
+    assert "<mood>" not in system_of(requests[0])
+    assert not any("mood in this reply" in m["content"] for m in requests[0]["messages"])
+    # Turn 2: the mood turn 1 committed is in the story's system prompt...
+    assert "<mood>\nThe story is tense (set on turn 1).\n</mood>" in system_of(requests[1])
+    # ...and the post-history segment sits after the history, before this turn's input.
+    messages = requests[1]["messages"]
+    assert messages[-2] == {"role": "user", "content": "Keep the tense mood in this reply."}
+    assert messages[-1] == {"role": "user", "content": "I wait."}
+    assert messages[1]["content"] == "A storm rolls in." and messages[2]["content"] == "Rain."
+    # audience: self reaches only the provider's own runtimes, never the story agent's.
+    assert "mood-notes" not in json.dumps(requests[1]["messages"])
+    saved = PluginData.objects.get(session=session, plugin_id="mood-segments", key="current")
+    assert saved.value == {"mood": "calm", "turn": 2}
+    assert failures(session) == []
+
+
+def test_a_failing_segment_provider_is_skipped_and_reported(db, alice):
+    with StandInModel(story_replies("Rain.", "Glass everywhere.")) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        session = story_session(alice, "mood-segments")
+        play(session, "A storm rolls in.")
+        result = play(session, "The window will shatter.")
+        prompt = model.requests[1]
+    assert result["status"] == "committed"
+    story = by_runtime(result)["story-agent"]
+    assert story["status"] == "succeeded"
+    # The other providers still gave their segments; the failing one is named with its error.
+    assert "<mood>" in system_of(prompt)
+    assert not any("mood in this reply" in m["content"] for m in prompt["messages"])
+    assert any(
+        "prompt.segment@1 mood-segments/mood-reminder was skipped" in w
+        and "the mood shattered" in w
+        for w in story["warnings"]
+    ), story["warnings"]
+    [failure] = failures(session)
+    assert failure["point"] == "prompt.segment@1"
+    assert failure["plugin"] == "mood-segments" and failure["extension"] == "mood-reminder"
+    assert failure["runtime"] == "story-agent"
+
+
+# ---------------------------------------------------------------- history.compact@2
+
+LINES = ["I read the map <north>.", "I pack bread.", "I leave at dawn.", "I cross the river."]
+
+
+def play_lines(session: Any, lines: list[str]) -> list[dict[str, Any]]:
+    return [play(session, line) for line in lines]
+
+
+def test_the_memory_compactor_folds_the_oldest_history_into_a_summary(db, alice, settings):
+    # A tiny window, so that the story agent's own prompt already passes 60% of it.
+    settings.COVEL_HISTORY_CONTEXT_TOKENS = 100
+    stories = [f"Story {i}." for i in range(1, 6)]
+    with StandInModel(story_replies(*stories)) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        session = story_session(alice, "memory-compactor")
+        results = play_lines(session, [*LINES, "I rest."])
+        requests = model.requests
+    assert all(r["status"] == "committed" for r in results)
+    assert failures(session) == []
+    # Turns 1-3: the protected tail (last two player turns, last five messages) is everything.
+    assert not any("<compacted_history>" in json.dumps(r["messages"]) for r in requests[:3])
+    summaries = list(HistorySummary.objects.filter(session=session))
+    assert summaries, "no summary was saved"
+    covered = [i for s in summaries for i in s.message_ids]
+    turn_ids = [r["turnId"] for r in results]
+    # Only a prefix of the log is covered, oldest first, and the first player line is in it.
+    assert covered[0] == f"{turn_ids[0]}:player"
+    last = requests[-1]["messages"]
+    # The summaries stand first, as one user message, XML-escaped (Covel's envelope)...
+    assert last[1]["role"] == "user"
+    assert last[1]["content"].startswith(
+        "<compacted_history>\nPlayer: I read the map &lt;north&gt;."
+    )
+    assert last[1]["content"].endswith("</compacted_history>")
+    # ...and what they cover is no longer in the history itself; the tail still is.
+    raw = [m["content"] for m in last[2:]]
+    assert "I read the map <north>." not in raw
+    assert raw[-1] == "I rest." and "I cross the river." in raw and "Story 4." in raw
+    # The messages are never deleted: the turns keep what was said.
+    assert results[0]["narrativeText"] == "Story 1."
+
+
+def test_a_compaction_that_names_a_foreign_message_is_refused_and_reported(db, alice, settings):
+    settings.COVEL_HISTORY_CONTEXT_TOKENS = 100
+    with StandInModel(story_replies(*[f"Story {i}." for i in range(1, 6)])) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        session = story_session(alice, "memory-compactor")
+        results = play_lines(session, ["I forge a key.", *LINES])
+        last = model.requests[-1]["messages"]
+    assert all(r["status"] == "committed" for r in results)
+    assert not HistorySummary.objects.filter(session=session).exists()
+    assert "<compacted_history>" not in json.dumps(last)
+    assert "I forge a key." in [m["content"] for m in last]
+    found = failures(session)
+    assert found and {f["code"] for f in found} == {"compaction_refused"}
+    assert "messageIds must be the oldest uncompacted messages" in found[0]["message"]
+    assert found[0]["point"] == "history.compact@2" and found[0]["plugin"] == "memory-compactor"
