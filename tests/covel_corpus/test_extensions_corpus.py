@@ -154,3 +154,41 @@ def test_a_compaction_that_names_a_foreign_message_is_refused_and_reported(db, a
     assert found and {f["code"] for f in found} == {"compaction_refused"}
     assert "messageIds must be the oldest uncompacted messages" in found[0]["message"]
     assert found[0]["point"] == "history.compact@2" and found[0]["plugin"] == "memory-compactor"
+
+
+# ---------------------------------------------------------------- prompt.history-transform@1
+
+
+def test_the_history_transform_keeps_out_of_character_lines_from_the_model(db, alice):
+    with StandInModel(story_replies("Noted.", "The tide turns.", "Gulls.")) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        session = story_session(alice, "ooc-filter")
+        first = play(session, "((brb, getting tea))")
+        play(session, "I watch the tide.")
+        play(session, "I wave.")
+        last = [m["content"] for m in model.requests[-1]["messages"]]
+    # The transform took the player's aside out; the story's answer and later turns stay.
+    assert "((brb, getting tea))" not in last
+    assert last[1:] == ["Noted.", "I watch the tide.", "The tide turns.", "I wave."]
+    # The session's log is unchanged: only the prompt's view is transformed.
+    assert first["status"] == "committed"
+    from sessions.models import Turn
+
+    assert Turn.objects.filter(session=session, player_message="((brb, getting tea))").exists()
+    assert failures(session) == []
+
+
+def test_a_transform_with_a_refused_output_leaves_the_history_as_it_was(db, alice):
+    with StandInModel(story_replies("Noise.", "Silence.")) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        session = story_session(alice, "ooc-filter")
+        play(session, "((garble))")
+        result = play(session, "I listen.")
+        last = [m["content"] for m in model.requests[-1]["messages"]]
+    assert result["status"] == "committed"
+    assert "((garble))" in last  # unchanged history: the provider was skipped
+    [failure] = failures(session)
+    assert failure["code"] == "extension_output_invalid"
+    assert failure["extension"] == "drop-ooc" and "messages" in failure["message"]
+    story = by_runtime(result)["story-agent"]
+    assert any("prompt.history-transform@1 ooc-filter/drop-ooc" in w for w in story["warnings"])
