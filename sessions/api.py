@@ -41,6 +41,7 @@ from sessions.schemas import (
     SessionListOut,
     SessionOut,
     SessionStatusIn,
+    SlotOut,
     TurnOut,
     TurnPageOut,
 )
@@ -151,6 +152,15 @@ def update_session(request: HttpRequest, session_id: str, data: SessionStatusIn)
 )
 def plugin_data(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
     return selectors.plugin_data_rows(session=_session(request, session_id))
+
+
+@router.get("/sessions/{session_id}/slots", response={200: list[SlotOut], **READ_ERRORS})
+def slots(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
+    """The UI slots the session's ui.slot@1 providers fill; the play page asks again when a
+    watched namespace changes. A failing provider is listed in `failures`."""
+    from sessions.extensions import session_slots
+
+    return session_slots(session=_session(request, session_id))
 
 
 @router.get("/sessions/{session_id}/turns", response={200: TurnPageOut, **READ_ERRORS})

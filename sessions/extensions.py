@@ -15,6 +15,7 @@ silent, never a failed turn. Providers read their own package's committed data o
 from __future__ import annotations
 
 import html
+import json
 import math
 import uuid
 from collections.abc import Mapping, Sequence
@@ -467,3 +468,51 @@ def slot_values(
             }
         )
     return shown
+
+
+def _text(value: Any, locale: str) -> str:
+    """An i18n text: the session's locale, its language, else the first one written."""
+    if not isinstance(value, Mapping):
+        return str(value)
+    for key in (locale, locale.split("-")[0]):
+        if key in value:
+            return str(value[key])
+    return str(next(iter(value.values()), ""))
+
+
+def slot_entries(slot: str, value: Any, locale: str) -> list[dict[str, Any]]:
+    """What the page shows of a slot value: plain entries, every string as text (never markup).
+
+    session.summary@1 entries keep their kind (text, meter, list); any other slot's value is
+    shown as its JSON, since this page has no stage to draw it on."""
+    if value is None:
+        return []
+    if slot != "session.summary@1":
+        return [{"id": "value", "kind": "text", "label": slot, "value": json.dumps(value)}]
+    shown = []
+    for entry in value.get("entries", ()):
+        item = {"id": entry["id"], "kind": entry["kind"], "label": _text(entry["label"], locale)}
+        if entry["kind"] == "text":
+            item["value"] = _text(entry["value"], locale)
+        elif entry["kind"] == "meter":
+            item.update({k: entry[k] for k in ("value", "max", "min") if k in entry})
+        else:
+            item["items"] = [_text(i, locale) for i in entry.get("items", ())]
+            item["total"] = entry.get("total")
+        item["tone"] = entry.get("tone") or ""
+        shown.append(item)
+    return shown
+
+
+def session_slots(*, session: Session) -> list[dict[str, Any]]:
+    """The session's UI slots as the page and the API show them (ui.slot@1 providers run)."""
+    from sessions.selectors import installed_manifests
+
+    installed = installed_manifests()
+    active = [installed[p] for p in session.resolved_plugins or () if p in installed]
+    if not providers_of(active, UI_SLOT):
+        return []
+    return [
+        {**found, "entries": slot_entries(found["slot"], found["value"], session.locale)}
+        for found in slot_values(session=session, active=active)
+    ]

@@ -192,3 +192,69 @@ def test_a_transform_with_a_refused_output_leaves_the_history_as_it_was(db, alic
     assert failure["extension"] == "drop-ooc" and "messages" in failure["message"]
     story = by_runtime(result)["story-agent"]
     assert any("prompt.history-transform@1 ooc-filter/drop-ooc" in w for w in story["warnings"])
+
+
+# ---------------------------------------------------------------- ui.slot@1
+
+
+def slots_of(client: Any, session: Any) -> list[dict[str, Any]]:
+    answer = client.get(f"/api/sessions/{session.pk}/slots")
+    assert answer.status_code == 200, answer.content
+    return answer.json()
+
+
+def test_the_status_slot_follows_the_namespace_its_runtime_writes(db, alice, client):
+    from corpus_support import corpus_session
+
+    client.force_login(alice)
+    session = corpus_session(alice, "status-panel")
+    [empty] = slots_of(client, session)
+    # No status yet: the provider hands back the previous value (none).
+    assert empty["slot"] == "session.summary@1" and empty["value"] is None
+    assert empty["watch"] == ["status-panel/status"]
+    assert empty["providers"] == ["status-panel/status"]
+    play(session, "I run to the <b>docks</b>.")
+    [slot] = slots_of(client, session)
+    assert slot["failures"] == []
+    entries = {e["id"]: e for e in slot["value"]["entries"]}
+    assert entries["turn"]["value"] == "1"
+    assert entries["last-action"]["value"] == "I run to the <b>docks</b>."
+    assert entries["stamina"] == {
+        "id": "stamina",
+        "label": "Stamina",
+        "kind": "meter",
+        "value": 7,
+        "min": 0,
+        "max": 10,
+        "tone": "info",
+    }
+    play(session, "I run again.")
+    [slot] = slots_of(client, session)
+    shown = {e["id"]: e for e in slot["entries"]}
+    assert shown["turn"]["value"] == "2" and shown["stamina"]["value"] == 4
+    assert shown["turn"]["label"] == "Turn"  # the i18n label, in the session's locale
+    # The page renders it as text: the player's markup stays escaped.
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert 'data-slot="session.summary@1"' in page
+    assert 'data-watch="status-panel/status"' in page
+    assert "I run again." in page
+    play(session, "I <b>rest</b>.")
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert "I &lt;b&gt;rest&lt;/b&gt;." in page and "I <b>rest</b>." not in page
+
+
+def test_a_failing_slot_provider_shows_an_error_note(db, alice, client):
+    from corpus_support import corpus_session
+
+    client.force_login(alice)
+    session = corpus_session(alice, "status-panel")
+    result = play(session, "A glitch in the lights.")
+    assert result["status"] == "committed"
+    [slot] = slots_of(client, session)
+    assert slot["value"] is None and slot["entries"] == []
+    [failure] = slot["failures"]
+    assert failure["plugin"] == "status-panel" and failure["extension"] == "status"
+    assert "the status panel glitched" in failure["message"]
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert "status-panel/status could not be shown" in page
+    assert "the status panel glitched" in page
