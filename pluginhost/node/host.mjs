@@ -419,7 +419,7 @@ function withTimeout(promise, ms, onTimeout) {
 function checkExtensionPoints(pkg, registration) {
   for (const e of registration.extensions) {
     if (UNSUPPORTED_POINTS[e.point]) {
-      throw new HostError("extension_point_unsupported", `${pkg.id}: extension ${e.point}/${e.id} is refused: ${UNSUPPORTED_POINTS[e.point]}`);
+      throw new HostError("extension_point_unsupported", `${pkg.id}: extension ${e.point}/${e.id} provides a point this hub does not call: ${UNSUPPORTED_POINTS[e.point]}`);
     }
     if (!EXTENSION_POINTS[e.point]) {
       throw new HostError("extension_point_unknown", `${pkg.id}: extension ${e.point}/${e.id} names no kernel extension point; known points: ${Object.keys(EXTENSION_POINTS).join(", ")}`);
