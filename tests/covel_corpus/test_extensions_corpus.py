@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from corpus_support import by_runtime, corpus_index, play
+from corpus_support import by_runtime, corpus_index, corpus_session, play
 from test_play_support import index_bundled, make_world
 
 from agents.models import ModelSlot
@@ -204,8 +204,6 @@ def slots_of(client: Any, session: Any) -> list[dict[str, Any]]:
 
 
 def test_the_status_slot_follows_the_namespace_its_runtime_writes(db, alice, client):
-    from corpus_support import corpus_session
-
     client.force_login(alice)
     session = corpus_session(alice, "status-panel")
     [empty] = slots_of(client, session)
@@ -244,8 +242,6 @@ def test_the_status_slot_follows_the_namespace_its_runtime_writes(db, alice, cli
 
 
 def test_a_failing_slot_provider_shows_an_error_note(db, alice, client):
-    from corpus_support import corpus_session
-
     client.force_login(alice)
     session = corpus_session(alice, "status-panel")
     result = play(session, "A glitch in the lights.")

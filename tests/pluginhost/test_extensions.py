@@ -157,3 +157,42 @@ def test_points_the_hub_does_not_call_are_refused_at_load(make_package, host, po
         plugin_load(manifest=manifest, host=host, callbacks=InMemoryCallbacks())
     assert refused.value.code == code
     assert f"{point}/x" in refused.value.message
+
+
+def test_a_community_provider_runs_in_its_contained_host_only_once_approved(
+    tmp_path, settings, db, bob
+):
+    import json
+
+    from test_containment import approve, index
+
+    from catalogue.manifest.loader import load_package
+    from pluginhost.pool import host_for
+
+    settings.COVEL_USER_PLUGINS_DIR = tmp_path / "user"
+    folder = tmp_path / "user" / "badge"
+    (folder / "server").mkdir(parents=True)
+    frontmatter = {
+        "id": "badge",
+        "version": "1.0.0",
+        "description": "A community segment provider.",
+        "entry": "./server/index.js",
+        "contributes": {"extensions": [{"point": "prompt.segment@1", "id": "badge"}]},
+    }
+    (folder / "PLUGIN.md").write_text(f"---\n{json.dumps(frontmatter)}\n---\nBadge.\n")
+    (folder / "server" / "index.js").write_text(
+        'export default function (covel) {\n  covel.provideExtension("prompt.segment@1", "badge", {\n'
+        '    handler: () => [{ id: "badge", content: String(typeof process.env.HOME), '
+        'position: "system", audience: "all", volatility: "stable" }],\n  });\n}\n'
+    )
+    package = index(folder, "user")
+    manifest = load_package(folder, host_version="0.1.0").manifest
+    with pytest.raises(PluginLoadError) as refused:
+        call(manifest, None, "badge", {"turnId": "t", "playerMessage": ""})
+    assert refused.value.code == "plugin_not_approved"
+    assert not host_for(manifest).running  # nothing of it was imported
+    approve(package, bob)
+    [segment] = call(manifest, None, "badge", {"turnId": "t", "playerMessage": ""})
+    assert host_for(manifest).trust == "community"
+    assert segment["providerPluginId"] == "badge"
+    assert segment["content"] == "undefined"  # plugin code sees no environment
