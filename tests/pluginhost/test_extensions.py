@@ -196,3 +196,23 @@ def test_a_community_provider_runs_in_its_contained_host_only_once_approved(
     assert host_for(manifest).trust == "community"
     assert segment["providerPluginId"] == "badge"
     assert segment["content"] == "undefined"  # plugin code sees no environment
+
+
+def test_the_bundled_scene_brief_is_a_valid_segment(host):
+    from pathlib import Path
+
+    from catalogue.manifest.loader import load_package
+
+    folder = Path(__file__).resolve().parents[2] / "plugins" / "scene-setter"
+    manifest = load_package(folder).manifest
+    scene = {"place": "the harbour", "time": "dusk"}
+    data = {("scene-setter", "scene"): {"current": scene}}
+    [segment] = call(
+        manifest,
+        host,
+        "scene-brief",
+        {"turnId": "t", "playerMessage": ""},
+        InMemoryCallbacks(data=data),
+    )
+    assert segment["content"] == "Current scene: the harbour at dusk."
+    assert (segment["audience"], segment["volatility"]) == ("all", "turn")
