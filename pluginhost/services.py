@@ -486,12 +486,12 @@ def plugin_hook_call(
 
 
 def extension_timeout(point: str) -> float:
-    """A provider's limit in seconds: Covel's per point, scaled by COVEL_EXTENSION_TIMEOUT_SCALE
+    """A provider's limit in seconds: Covel's per point, times COVEL_EXTENSION_TIMEOUT_PERCENT
     (a slow machine's setting; the spec names no limit)."""
     from django.conf import settings
 
-    scale = float(getattr(settings, "COVEL_EXTENSION_TIMEOUT_SCALE", 1.0))
-    return EXTENSION_TIMEOUTS.get(point, DEFAULT_EXTENSION_TIMEOUT) * scale
+    percent = int(getattr(settings, "COVEL_EXTENSION_TIMEOUT_PERCENT", 100))
+    return EXTENSION_TIMEOUTS.get(point, DEFAULT_EXTENSION_TIMEOUT) * percent / 100
 
 
 def plugin_extension_call(
