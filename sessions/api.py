@@ -155,12 +155,13 @@ def plugin_data(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
 
 
 @router.get("/sessions/{session_id}/slots", response={200: list[SlotOut], **READ_ERRORS})
-def slots(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
+def slots(request: HttpRequest, session_id: str, turn: str | None = None) -> list[dict[str, Any]]:
     """The UI slots the session's ui.slot@1 providers fill; the play page asks again when a
-    watched namespace changes. A failing provider is listed in `failures`."""
+    watched namespace changes, and with ?turn= when that turn emits a `preview` topic (the
+    providers then see its events). A failing provider is listed in `failures`."""
     from sessions.extensions import session_slots
 
-    return session_slots(session=_session(request, session_id))
+    return session_slots(session=_session(request, session_id), turn_id=turn)
 
 
 @router.get("/sessions/{session_id}/turns", response={200: TurnPageOut, **READ_ERRORS})

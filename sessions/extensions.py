@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalogue.manifest.types import Manifest, thaw
+from eventlog.models import SessionEvent
 from pluginhost.errors import CallbackRefused, PluginHostError
 from pluginhost.services import plugin_extension_call
 from sessions.callbacks import SessionCallbacks
@@ -504,15 +505,41 @@ def slot_entries(slot: str, value: Any, locale: str) -> list[dict[str, Any]]:
     return shown
 
 
-def session_slots(*, session: Session) -> list[dict[str, Any]]:
-    """The session's UI slots as the page and the API show them (ui.slot@1 providers run)."""
+def preview_events(*, session: Session, turn_id: str, topics: set[str]) -> list[dict[str, Any]]:
+    """The domain events one turn emitted so far with these topics, as ui.slot@1 reads them."""
+    if not topics:
+        return []
+    rows = SessionEvent.objects.filter(
+        session=session, type="plugin.event", payload__turnId=turn_id
+    ).order_by("seq")
+    return [
+        {
+            "topic": row.payload["topic"],
+            "data": dict(row.payload.get("payload") or {}),
+            "turnId": turn_id,
+            "pluginId": str(row.payload.get("runtime") or "").split("/")[0],
+        }
+        for row in rows
+        if row.payload.get("topic") in topics
+    ]
+
+
+def session_slots(*, session: Session, turn_id: str | None = None) -> list[dict[str, Any]]:
+    """The session's UI slots as the page and the API show them (ui.slot@1 providers run).
+
+    turn_id: a turn whose domain events the providers' `preview` topics should see (the page
+    asks while the turn runs); without it they see none, only committed data.
+    """
     from sessions.selectors import installed_manifests
 
     installed = installed_manifests()
     active = [installed[p] for p in session.resolved_plugins or () if p in installed]
-    if not providers_of(active, UI_SLOT):
+    providers = providers_of(active, UI_SLOT)
+    if not providers:
         return []
+    topics = {t for p in providers for t in p.preview}
+    events = preview_events(session=session, turn_id=turn_id, topics=topics) if turn_id else []
     return [
         {**found, "entries": slot_entries(found["slot"], found["value"], session.locale)}
-        for found in slot_values(session=session, active=active)
+        for found in slot_values(session=session, active=active, events=events)
     ]

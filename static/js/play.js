@@ -170,6 +170,7 @@
     const section = [...slotsBox.querySelectorAll(".ui-slot")].find((s) => s.dataset.slot === slot.slot);
     if (!section) return;
     section.dataset.watch = (slot.watch || []).join(" ");
+    section.dataset.preview = (slot.preview || []).join(" ");
     const list = section.querySelector(".slot-entries");
     const entries = (slot.entries || []).map(slotEntry);
     list.replaceChildren(...(entries.length ? entries : [el("li", "muted empty", "Nothing to show yet.")]));
@@ -182,15 +183,29 @@
     section.dataset.refreshed = String(Number(section.dataset.refreshed || 0) + 1);
   }
 
-  async function refreshSlots(changes) {
-    if (!slotsBox) return;
-    const touched = new Set((changes || []).map((c) => `${c.plugin}/${c.namespace}`));
-    const watched = [...slotsBox.querySelectorAll(".ui-slot")].some((s) =>
-      (s.dataset.watch || "").split(" ").some((w) => touched.has(w)));
-    if (!watched) return;
-    const response = await fetch(slotsBox.dataset.slotsUrl, { credentials: "same-origin" });
+  async function fetchSlots(turnId) {
+    const query = turnId ? `?turn=${encodeURIComponent(turnId)}` : "";
+    const response = await fetch(`${slotsBox.dataset.slotsUrl}${query}`, { credentials: "same-origin" });
     if (!response.ok) return;
     (await response.json()).forEach(showSlot);
+  }
+
+  function slotsListening(attribute, names) {
+    return [...slotsBox.querySelectorAll(".ui-slot")].some((s) =>
+      (s.dataset[attribute] || "").split(" ").some((w) => names.has(w)));
+  }
+
+  // A committed change of a watched namespace: the slot again, from committed data.
+  function refreshSlots(changes) {
+    if (!slotsBox) return;
+    const touched = new Set((changes || []).map((c) => `${c.plugin}/${c.namespace}`));
+    if (slotsListening("watch", touched)) fetchSlots(null);
+  }
+
+  // A domain event of a running turn whose topic a slot previews: the slot with that turn's events.
+  function previewSlots(event) {
+    if (!slotsBox || !slotsListening("preview", new Set([event.topic]))) return;
+    fetchSlots(event.turnId);
   }
 
   const handlers = {
@@ -200,6 +215,7 @@
       turnItem(p.turnId).querySelector(".player-line").textContent = p.playerMessage;
     },
     "runtime.status": (p) => showRuntime(p),
+    "plugin.event": (p) => previewSlots(p),
     "narrative.delta": (p) => {
       const line = turnItem(p.turnId).querySelector(".narrative");
       line.textContent += p.text;

@@ -254,3 +254,19 @@ def test_a_failing_slot_provider_shows_an_error_note(db, alice, client):
     page = client.get(f"/sessions/{session.pk}/").content.decode()
     assert "status-panel/status could not be shown" in page
     assert "the status panel glitched" in page
+
+
+def test_the_status_slot_previews_the_turns_alert_event(db, alice, client):
+    client.force_login(alice)
+    session = corpus_session(alice, "status-panel")
+    play(session, "I run.")
+    play(session, "I run.")
+    low = play(session, "I run once more.")  # stamina 1: the runtime emits status.alert
+    assert low["status"] == "committed"
+    [committed] = slots_of(client, session)
+    assert committed["preview"] == ["status.alert"]
+    assert "alert" not in {e["id"] for e in committed["entries"]}  # no turn: committed data only
+    answer = client.get(f"/api/sessions/{session.pk}/slots", {"turn": low["turnId"]})
+    [previewed] = answer.json()
+    alert = {e["id"]: e for e in previewed["entries"]}["alert"]
+    assert alert["value"] == "Stamina 1: rest soon" and alert["tone"] == "warning"

@@ -9,5 +9,7 @@ export default async function handler(ctx) {
   if (/\brest\b/i.test(said)) stamina += 2;
   stamina = Math.max(0, Math.min(10, stamina));
   await ctx.pluginData.set("status", "current", { turn: ctx.logicalTurn ?? 1, lastAction: said, stamina });
-  return { outcome: "success", value: { stamina } };
+  // Low stamina is announced as a domain event: the slot previews it while the turn runs.
+  const events = stamina <= 3 ? [{ topic: "status.alert", payload: { stamina } }] : [];
+  return { outcome: "success", value: { stamina }, effects: { events } };
 }

@@ -18,6 +18,9 @@ export default function (covel) {
         { id: "last-action", label: "Last action", kind: "text", value: status.lastAction },
         { id: "stamina", label: "Stamina", kind: "meter", value: status.stamina, min: 0, max: 10, tone: status.stamina <= 3 ? "danger" : "info" },
       ];
+      // preview: a status.alert of the running turn shows before the turn commits.
+      const alert = input.events.findLast((e) => e.topic === "status.alert" && e.pluginId === ctx.pluginId);
+      if (alert) own.push({ id: "alert", label: "Alert", kind: "text", value: `Stamina ${alert.data.stamina}: rest soon`, tone: "warning" });
       // Pipeline: entries of the providers before this one stay first.
       return { entries: [...(input.previous?.entries ?? []), ...own] };
     },
