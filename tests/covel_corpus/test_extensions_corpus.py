@@ -64,7 +64,12 @@ def test_mood_segments_project_committed_data_into_the_story_prompt(db, alice):
     messages = requests[1]["messages"]
     assert messages[-2] == {"role": "user", "content": "Keep the tense mood in this reply."}
     assert messages[-1] == {"role": "user", "content": "I wait."}
-    assert messages[1]["content"] == "A storm rolls in." and messages[2]["content"] == "Rain."
+    # The static contributes.prompt segment comes before the history (pre-history).
+    assert messages[1] == {
+        "role": "system",
+        "content": "Let the mood colour the weather and the light.",
+    }
+    assert messages[2]["content"] == "A storm rolls in." and messages[3]["content"] == "Rain."
     # audience: self reaches only the provider's own runtimes, never the story agent's.
     assert "mood-notes" not in json.dumps(requests[1]["messages"])
     saved = PluginData.objects.get(session=session, plugin_id="mood-segments", key="current")
