@@ -159,6 +159,16 @@ def prompt_segments(
     return segments
 
 
+def static_segments(active: Sequence[Manifest]) -> list[dict[str, Any]]:
+    """Each package's contributes.prompt, which the host provides through prompt.segment@1
+    (Covel): for every agent, stable."""
+    return [
+        {"audience": "all", "volatility": "stable", **s, "providerPluginId": m.id}
+        for m in active
+        for s in thaw(m.contributes.get("prompt") or ())
+    ]
+
+
 def segments_for(
     segments: Sequence[Mapping[str, Any]], *, package: str, story: bool, contract: str | None
 ) -> list[dict[str, Any]]:
@@ -237,6 +247,65 @@ def history_transform(
         if ok:
             messages = list(output["messages"])
     return messages
+
+
+def history_extended(*, session: Session, active: Sequence[Manifest]) -> bool:
+    """Whether the agent history goes through the points: a provider, or a saved summary."""
+    return bool(
+        providers_of(active, COMPACT)
+        or providers_of(active, HISTORY_TRANSFORM)
+        or HistorySummary.objects.filter(session=session).exists()
+    )
+
+
+def agent_history(
+    *,
+    session: Session,
+    active: Sequence[Manifest],
+    rows: Sequence[tuple[Any, ...]],
+    system_prompt: str,
+    turn_id: str,
+    compact: bool,
+    failures: list[dict[str, Any]],
+) -> tuple[list[list[dict[str, str]]], str | None]:
+    """The agent's history, turn by turn, and the <compacted_history> that stands before it.
+
+    rows: the committed player turns (id, player message, story, created), oldest first.
+    compact: ask history.compact@2 (the caller does once a turn). Then the uncompacted
+    messages go through prompt.history-transform@1.
+    """
+    messages = history_messages(session=session, rows=rows)
+    summaries = summaries_of(session)
+    if compact and history_compact(
+        session=session,
+        active=active,
+        system_prompt=system_prompt,
+        messages=_uncompacted(messages, summaries),
+        failures=failures,
+    ):
+        summaries = summaries_of(session)
+    shown = history_transform(
+        session=session,
+        active=active,
+        messages=_uncompacted(messages, summaries),
+        turn_id=turn_id,
+        failures=failures,
+    )
+    turns: list[list[dict[str, str]]] = []
+    last = None
+    for message in shown:
+        if message["turnId"] != last:
+            turns.append([])
+            last = message["turnId"]
+        turns[-1].append({"role": message["role"], "content": message["content"]})
+    return turns, compacted_envelope(summaries)
+
+
+def _uncompacted(
+    messages: list[dict[str, Any]], summaries: Sequence[HistorySummary]
+) -> list[dict[str, Any]]:
+    covered = {i for s in summaries for i in s.message_ids}
+    return [m for m in messages if m["id"] not in covered]
 
 
 def _summary_record(row: HistorySummary) -> dict[str, Any]:

@@ -988,7 +988,7 @@ class TurnExecutor:
 
         if self._segments is None:
             failures: list[dict[str, Any]] = []
-            self._segments = extensions.prompt_segments(
+            self._segments = extensions.static_segments(self.active) + extensions.prompt_segments(
                 session=self.session,
                 active=self.active,
                 turn_id=str(self.turn.pk),
@@ -996,84 +996,51 @@ class TurnExecutor:
                 world=self.world,
                 failures=failures,
             )
-            # The host provides each package's static contributes.prompt the same way (Covel).
-            self._segments[:0] = [
-                {"audience": "all", "volatility": "stable", **s, "providerPluginId": m.id}
-                for m in self.active
-                for s in thaw(m.contributes.get("prompt") or ())
-            ]
             self._extension_failed(failures, result)
-        runtime = planned.manifest
-        output = (runtime.data.get("io") or {}).get("output") or {}
+        output = (planned.manifest.data.get("io") or {}).get("output") or {}
         return extensions.segments_for(
             self._segments,
             package=planned.package,
-            story=runtime.visibility == "story",
+            story=planned.manifest.visibility == "story",
             contract=output.get("contract"),
         )
 
     def _agent_history(
         self, planned: PlannedRuntime, max_turns: int | None, result: RuntimeResult
     ) -> tuple[list[Any], str | None]:
-        """The agent's history and the compacted summaries that stand for its oldest part.
+        """The agent's history, and the compacted summaries that stand for its oldest part.
 
         With no history.compact@2 or prompt.history-transform@1 provider and no summary saved,
-        this is _history's one query. Otherwise the whole log is read: compaction (once a
-        turn) sees every uncompacted message, then the transform pipeline, then agent.history.
+        this is _history's one query; otherwise the whole log goes through the points
+        (compaction once a turn), then agent.history bounds it.
         """
         from agents.prompt import Turn as PromptTurn
         from sessions import extensions
 
         if self._extended_history is None:
-            self._extended_history = bool(
-                extensions.providers_of(self.active, extensions.COMPACT)
-                or extensions.providers_of(self.active, extensions.HISTORY_TRANSFORM)
-                or extensions.summaries_of(self.session)
+            self._extended_history = extensions.history_extended(
+                session=self.session, active=self.active
             )
         if not self._extended_history or max_turns == 0:
             return self._history(max_turns=max_turns), None
-        rows = Turn.objects.filter(
-            session_id=self.session.pk, kind=Turn.Kind.PLAYER, status=Turn.Status.COMMITTED
-        ).order_by("created_at")
-        messages = extensions.history_messages(
-            session=self.session,
-            rows=rows.values_list("pk", "player_message", "narrative_text", "created_at"),
-        )
         failures: list[dict[str, Any]] = []
-        summaries = extensions.summaries_of(self.session)
-        covered = {i for s in summaries for i in s.message_ids}
-        uncompacted = [m for m in messages if m["id"] not in covered]
-        if not self._compacted:
-            self._compacted = True
-            if extensions.history_compact(
-                session=self.session,
-                active=self.active,
-                system_prompt=planned.manifest.prompt,
-                messages=uncompacted,
-                failures=failures,
-            ):
-                summaries = extensions.summaries_of(self.session)
-                covered = {i for s in summaries for i in s.message_ids}
-                uncompacted = [m for m in messages if m["id"] not in covered]
-        shown = extensions.history_transform(
+        turns, compacted = extensions.agent_history(
             session=self.session,
             active=self.active,
-            messages=uncompacted,
+            rows=Turn.objects.filter(
+                session_id=self.session.pk, kind=Turn.Kind.PLAYER, status=Turn.Status.COMMITTED
+            )
+            .order_by("created_at")
+            .values_list("pk", "player_message", "narrative_text", "created_at"),
+            system_prompt=planned.manifest.prompt,
             turn_id=str(self.turn.pk),
+            compact=not self._compacted,
             failures=failures,
         )
+        self._compacted = True
         self._extension_failed(failures, result)
-        turns: list[list[dict[str, str]]] = []
-        last = None
-        for message in shown:
-            if message["turnId"] != last:
-                turns.append([])
-                last = message["turnId"]
-            turns[-1].append({"role": message["role"], "content": message["content"]})
         history = [PromptTurn(messages=tuple(t)) for t in turns]
-        if max_turns is not None:
-            history = history[-max_turns:]
-        return history, extensions.compacted_envelope(summaries)
+        return (history[-max_turns:] if max_turns is not None else history), compacted
 
     def _history(self, *, max_turns: int | None = None) -> list[Any]:
         """The session's committed player turns, oldest first, as the prompt's history.
