@@ -275,3 +275,37 @@ def test_the_status_slot_previews_the_turns_alert_event(db, alice, client):
     [previewed] = answer.json()
     alert = {e["id"]: e for e in previewed["entries"]}["alert"]
     assert alert["value"] == "Stamina 1: rest soon" and alert["tone"] == "warning"
+
+
+def test_a_full_set_of_summaries_merges_its_oldest_two(db, alice, settings):
+    from django.utils import timezone
+
+    with StandInModel(story_replies(*[f"S{i}." for i in range(1, 6)])) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        session = story_session(alice, "memory-compactor")
+        results = play_lines(session, ["I go."] * 4)  # the default window: no compaction
+        assert not HistorySummary.objects.filter(session=session).exists()
+        start = timezone.now() - timezone.timedelta(days=1)
+        for i in range(8):  # the budget's maxSegments
+            HistorySummary.objects.create(
+                session=session,
+                summary_id=f"old-{i}",
+                content=f"s{i}",
+                message_ids=[f"gone-{i}"],
+                turn_range_start=f"t{i}",
+                turn_range_end=f"t{i}",
+                created_at=start + timezone.timedelta(minutes=i),
+            )
+        settings.COVEL_HISTORY_CONTEXT_TOKENS = 100
+        play(session, "I stop.")
+        envelope = model.requests[-1]["messages"][1]["content"]
+    summaries = list(HistorySummary.objects.filter(session=session))
+    assert len(summaries) == 8
+    merged, *_, fresh = summaries
+    # The merge keeps the oldest replaced summary's id, start and time; the second is gone.
+    assert (merged.summary_id, merged.content) == ("old-0", "s0\ns1")
+    assert merged.created_at == start and merged.message_ids == ["gone-0", "gone-1"]
+    assert not HistorySummary.objects.filter(summary_id="old-1").exists()
+    first = results[0]["turnId"]
+    assert fresh.message_ids[:2] == [f"{first}:player", f"{first}:narrative"]
+    assert envelope.startswith("<compacted_history>\ns0\ns1\n\ns2")
