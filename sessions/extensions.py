@@ -18,7 +18,7 @@ import html
 import json
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from catalogue.manifest.types import Manifest, thaw
 from eventlog.models import SessionEvent
+from pluginhost.callbacks import HostCallbacks
 from pluginhost.errors import CallbackRefused, PluginHostError
 from pluginhost.services import plugin_extension_call
 from sessions.callbacks import SessionCallbacks
@@ -99,13 +100,22 @@ def providers_of(active: Sequence[Manifest], point: str) -> list[Provider]:
 
 def call_provider(
     *,
-    session: Session,
+    session: Session | None,
     provider: Provider,
     input: Any,
     context: Mapping[str, Any],
     failures: list[dict[str, Any]],
+    callbacks: HostCallbacks | None = None,
 ) -> tuple[bool, Any]:
-    """(True, output), or (False, None) with the failure appended to `failures`."""
+    """(True, output), or (False, None) with the failure appended to `failures`.
+
+    The provider reads through `callbacks`, else the session's committed data (read only);
+    offline runs (sessions/cases.py) have no session and pass their own.
+    """
+    if callbacks is None:
+        assert session is not None
+        callbacks = ExtensionCallbacks(session=session, package=provider.manifest.id, runtime=None)
+    known = {"sessionId": str(session.pk), "locale": session.locale} if session else {}
     try:
         output = plugin_extension_call(
             manifest=provider.manifest,
@@ -113,10 +123,8 @@ def call_provider(
             id=provider.id,
             input=input,
             slot=provider.slot,
-            callbacks=ExtensionCallbacks(
-                session=session, package=provider.manifest.id, runtime=None
-            ),
-            context={"sessionId": str(session.pk), "locale": session.locale, **context},
+            callbacks=callbacks,
+            context={**known, **context},
         )
     except PluginHostError as exc:
         failures.append(
@@ -137,14 +145,18 @@ def call_provider(
 
 def prompt_segments(
     *,
-    session: Session,
+    session: Session | None,
     active: Sequence[Manifest],
     turn_id: str,
     player_message: str,
     world: Any,
     failures: list[dict[str, Any]],
+    callbacks_for: Callable[[str], HostCallbacks] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every provider's segments for this turn (collect), each marked with its provider."""
+    """Every provider's segments for this turn (collect), each marked with its provider.
+
+    callbacks_for: package id -> its ctx callbacks, for a run without a session.
+    """
     segments: list[dict[str, Any]] = []
     for provider in providers_of(active, SEGMENT):
         ok, output = call_provider(
@@ -153,6 +165,7 @@ def prompt_segments(
             input={"turnId": turn_id, "playerMessage": player_message},
             context={"turnId": turn_id, "world": world},
             failures=failures,
+            callbacks=callbacks_for(provider.manifest.id) if callbacks_for else None,
         )
         if ok:
             segments.extend(output)
