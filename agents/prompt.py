@@ -3,7 +3,8 @@
     system     the manifest body (variables filled in), then system-position prompt segments,
                the io.selfData blocks and the runtime inputs (read at runtime-inputs.<name>.value)
     pre-history segments
-    history    bounded by agent.history (maxTurns, includeSummaries), depth segments inside it
+    history    bounded by agent.history (maxTurns, includeSummaries), depth segments inside it;
+               history.compact@2 summaries first, as one <compacted_history> user message
     post-history segments
     this turn  the player's input, and for runtimes after the story, this turn's story text
 
@@ -41,6 +42,9 @@ class PromptContext:
     story_text: str | None = None  # this turn's narrative, for runtimes after the story
     history: Sequence[Turn] = ()
     summary: str | None = None  # the compacted summary of older turns
+    # history.compact@2's summaries (sessions.extensions.compacted_envelope): a user message
+    # before the history, as Covel places them; the same agent.history rule as `summary`.
+    compacted: str | None = None
     inputs: Mapping[str, Any] = field(default_factory=dict)  # name -> bound value
     self_data: Mapping[str, Sequence[DataEntry]] = field(
         default_factory=dict
@@ -110,6 +114,8 @@ def history_messages(runtime: Mapping[str, Any], context: PromptContext) -> list
     messages: list[dict[str, str]] = []
     if include_summary and context.summary:
         messages.append({"role": "system", "content": f"<summary>\n{context.summary}\n</summary>"})
+    if include_summary and context.compacted:
+        messages.append({"role": "user", "content": context.compacted})
     for turn in turns:
         messages.extend({"role": m["role"], "content": m["content"]} for m in turn.messages)
     return messages

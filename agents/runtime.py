@@ -89,6 +89,7 @@ class AgentRuntimeContext:
     history: Sequence[Turn] = ()
     history_windowed: bool = False  # history is already cut to agent.history (PromptContext)
     summary: str | None = None
+    compacted: str | None = None  # history.compact@2 summaries (agents.prompt.PromptContext)
     inputs: Mapping[str, Any] = field(default_factory=dict)  # name -> bound value (unwrapped)
     payload: Any = None  # a manual trigger's payload (the model reads it in <trigger-payload>)
     self_data: Mapping[str, Sequence[DataEntry]] | None = None  # None: read through `data`
@@ -600,6 +601,7 @@ def run_agent_runtime(
             history=context.history,
             history_windowed=context.history_windowed,
             summary=context.summary,
+            compacted=context.compacted,
             inputs=context.inputs,
             self_data=_self_data(manifest, runtime, context),
             variables=context.variables,

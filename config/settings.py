@@ -249,6 +249,12 @@ COVEL_PLUGIN_MAX_RESULT_BYTES = env_int("COVEL_PLUGIN_MAX_RESULT_BYTES", 8 * 102
 COVEL_PLUGIN_LOG_LINES_PER_S = env_int("COVEL_PLUGIN_LOG_LINES_PER_S", 200)
 # The spec's 30 s limit of an RPC action; tests lower it.
 COVEL_PLUGIN_RPC_TIMEOUT_MS = env_int("COVEL_PLUGIN_RPC_TIMEOUT_MS", 30000)
+# Covel's extension provider limits (500 ms, 60 s for history.compact@2) are multiplied by
+# this percentage: a slow machine may raise it. docs/plugin-host.md, Extension providers.
+COVEL_EXTENSION_TIMEOUT_PERCENT = env_int("COVEL_EXTENSION_TIMEOUT_PERCENT", 100)
+# The context window, in estimated tokens, that history.compact@2 keeps the agent prompt under
+# (compaction starts past 60% of it). docs/play.md, Extension points.
+COVEL_HISTORY_CONTEXT_TOKENS = env_int("COVEL_HISTORY_CONTEXT_TOKENS", 128000)
 # Tests serve HTTPS on loopback; production never lets plugin code reach private addresses.
 COVEL_HTTP_ALLOW_PRIVATE = env_bool("COVEL_HTTP_ALLOW_PRIVATE", False)
 

@@ -60,6 +60,16 @@ class ToolFailure(PluginCallError):
         return self.details.get("hint") if isinstance(self.details, dict) else None
 
 
+class ExtensionFailure(PluginCallError):
+    """An extension provider failed: extension_not_found, extension_input_invalid,
+    extension_output_invalid (per-path details), or the plugin's own error."""
+
+    code = "extension_failed"
+
+
+EXTENSION_CODES = {"extension_not_found", "extension_input_invalid", "extension_output_invalid"}
+
+
 class CallbackRefused(Exception):
     """Raised by a HostCallbacks method to refuse a ctx call; the plugin sees code and message.
 
@@ -88,6 +98,8 @@ LOAD_CODES = {
     "module_not_found",
     "module_syntax_error",
     "module_failed",
+    "extension_point_unknown",
+    "extension_point_unsupported",
 }
 
 
@@ -100,6 +112,8 @@ def error_from_frame(error: dict[str, Any], *, during_load: bool = False) -> Plu
         return PluginTimeout(message, details=details)
     if code in {"invalid_tool_arguments", "tool_error", "tool_failed"}:
         return ToolFailure(message, code=code, details=details)
+    if code in EXTENSION_CODES:
+        return ExtensionFailure(message, code=code, details=details)
     if during_load or code in LOAD_CODES:
         # A refused import surfaces as a failed import of the entry; keep the precise code.
         if "plugin_import_refused" in message or "is refused:" in message:

@@ -17,7 +17,7 @@ from catalogue.manifest.frontmatter import parse_yaml
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 
 from .callbacks import HostCallbacks, RefusingCallbacks
-from .errors import PluginCallError, PluginLoadError
+from .errors import ExtensionFailure, PluginCallError, PluginLoadError, PluginTimeout
 from .host import NodeHost
 from .pool import approval_gate, author_code_consented, folder_trust, host_for
 
@@ -31,6 +31,9 @@ DEFAULT_HOOK_HANDLER_MS = 5000
 LOAD_TIMEOUT = 15.0
 # Node never frees an imported module; after this many (re)loads a host starts afresh.
 MAX_LOADS_PER_HOST = 500
+# Covel's limit of a provider call, per point (the compactor may ask a model, so it has a minute).
+EXTENSION_TIMEOUTS = {"history.compact@2": 60.0}
+DEFAULT_EXTENSION_TIMEOUT = 0.5
 DECLARED_KEYS = ("tools", "actions", "services", "hooks", "wires", "forms", "extensions")
 
 
@@ -529,6 +532,61 @@ def plugin_hook_call(
         params["enforce"] = enforce
     answer = _call(manifest, host, callbacks, "hook", params, timeout)
     return answer["results"]
+
+
+def extension_timeout(point: str) -> float:
+    """A provider's limit in seconds: Covel's per point, times COVEL_EXTENSION_TIMEOUT_PERCENT
+    (a slow machine's setting; the spec names no limit)."""
+    from django.conf import settings
+
+    percent = int(getattr(settings, "COVEL_EXTENSION_TIMEOUT_PERCENT", 100))
+    return EXTENSION_TIMEOUTS.get(point, DEFAULT_EXTENSION_TIMEOUT) * percent / 100
+
+
+def plugin_extension_call(
+    *,
+    manifest: Manifest,
+    point: str,
+    id: str,
+    input: Any,
+    callbacks: HostCallbacks,
+    context: Mapping[str, Any] | None = None,
+    slot: str | None = None,
+    timeout: float | None = None,
+    host: NodeHost | None = None,
+) -> Any:
+    """Call one extension provider of the package; its input and output go through the point's
+    schema (pluginhost/node/extension_points.mjs). context: sessionId, turnId, locale, world.
+
+    Community packages run in their own contained host, and only once their code is approved
+    (host_for, plugin_load). Every failure raises ExtensionFailure (the host's code kept:
+    extension_not_found, extension_output_invalid, the plugin's own...), PluginTimeout past
+    the point's limit, or PluginLoadError when the package cannot load.
+    """
+    try:
+        answer = _call(
+            manifest,
+            host,
+            callbacks,
+            "extension",
+            {
+                "point": point,
+                "id": id,
+                "input": input,
+                "slot": slot,
+                "context": dict(context or {}),
+            },
+            timeout or extension_timeout(point),
+        )
+    except (ExtensionFailure, PluginTimeout, PluginLoadError):
+        raise
+    except PluginCallError as exc:
+        raise ExtensionFailure(
+            f"{manifest.id}'s extension {point}/{id} failed: {exc.message}",
+            code=exc.code,
+            details=exc.details,
+        ) from exc
+    return answer["output"]
 
 
 def plugin_registrations_extract(

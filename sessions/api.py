@@ -42,6 +42,7 @@ from sessions.schemas import (
     SessionListOut,
     SessionOut,
     SessionStatusIn,
+    SlotOut,
     TurnOut,
     TurnPageOut,
 )
@@ -159,6 +160,16 @@ def session_lorebook(request: HttpRequest, session_id: str) -> dict[str, Any]:
     """The session's own lore (what packages wrote with lorebook.upsert), enabled entries by
     insertionOrder then id; the world's data/lorebook.yaml is on GET /worlds/{id}."""
     return {"entries": selectors.session_lore(session=_session(request, session_id))}
+
+
+@router.get("/sessions/{session_id}/slots", response={200: list[SlotOut], **READ_ERRORS})
+def slots(request: HttpRequest, session_id: str, turn: str | None = None) -> list[dict[str, Any]]:
+    """The UI slots the session's ui.slot@1 providers fill; the play page asks again when a
+    watched namespace changes, and with ?turn= when that turn emits a `preview` topic (the
+    providers then see its events). A failing provider is listed in `failures`."""
+    from sessions.extensions import session_slots
+
+    return session_slots(session=_session(request, session_id), turn_id=turn)
 
 
 @router.get("/sessions/{session_id}/turns", response={200: TurnPageOut, **READ_ERRORS})

@@ -351,6 +351,36 @@ class MockTurn:
             values.update(self.user_settings)
         return values
 
+    def segments(
+        self, manifest: Manifest, runtime: RuntimeManifest, rid: str
+    ) -> list[dict[str, Any]]:
+        """The static and prompt.segment@1 segments this agent reads, as in a real turn; a
+        failing provider is a note of the run (sessions.extensions)."""
+        from sessions import extensions
+
+        failures: list[dict[str, Any]] = []
+        found = extensions.static_segments(self.active) + extensions.prompt_segments(
+            session=None,
+            active=self.active,
+            turn_id="mock-turn-1",
+            player_message=self.message,
+            world={"id": "mock-world", "name": "Mock world", "characters": []},
+            failures=failures,
+            callbacks_for=lambda plugin: self.callbacks(plugin, rid),
+        )
+        for failure in failures:
+            self.notes.append(
+                f"{failure['point']} {failure['plugin']}/{failure['extension']} was skipped "
+                f"[{failure['code']}]: {failure['message']}"
+            )
+        output = (runtime.data.get("io") or {}).get("output") or {}
+        return extensions.segments_for(
+            found,
+            package=manifest.id,
+            story=runtime.visibility == "story",
+            contract=output.get("contract"),
+        )
+
     def callbacks(self, plugin: str, runtime: str) -> OverlayCallbacks:
         return OverlayCallbacks(
             overlay=self.overlay,
@@ -498,7 +528,7 @@ class MockTurn:
             inputs=inputs,
             payload=self.payload if self.target in (rid, runtime.id) else None,
             variables={"settings": settings, "world": {"id": "mock-world", "name": "Mock world"}},
-            segments=[s for m in self.active for s in thaw(m.contributes.get("prompt") or ())],
+            segments=self.segments(manifest, runtime, rid),
             user_settings=settings,
             world={"id": "mock-world", "name": "Mock world", "characters": []},
             seed=f"mock-turn-1:{rid}",

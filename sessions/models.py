@@ -182,3 +182,29 @@ class Interaction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} {self.kind} {self.interaction_id} ({self.status})"
+
+
+class HistorySummary(models.Model):
+    """A history.compact@2 summary: it stands in the prompt for the messages it covers.
+
+    Messages are never deleted (Covel's rule): a summary lists the message ids it covers
+    ("<turnId>:player", "<turnId>:narrative"), and the prompt shows the summary instead.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="summaries")
+    summary_id = models.CharField(max_length=64)
+    content = models.TextField()
+    focus_sections = models.JSONField(default=list, blank=True)
+    message_ids = models.JSONField(default=list, blank=True)
+    turn_range_start = models.CharField(max_length=64)
+    turn_range_end = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "summary_id"], name="uniq_history_summary")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} summary {self.summary_id}"

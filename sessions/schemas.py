@@ -153,6 +153,26 @@ class RpcOut(Schema):
     )
 
 
+class SlotFailureOut(Schema):
+    point: str
+    plugin: str
+    extension: str
+    code: str
+    message: str
+
+
+class SlotOut(Schema):
+    """One kernel UI slot the session's packages fill (ui.slot@1), as the play page shows it."""
+
+    slot: str
+    value: Any = None  # the slot's value, as its providers' pipeline made it (null: empty)
+    entries: list[dict[str, Any]]  # what the page shows: plain text, never markup
+    providers: list[str]  # "<plugin>/<extension id>", in pipeline order
+    watch: list[str]  # "<plugin>/<namespace>": a change there refreshes the slot
+    preview: list[str]
+    failures: list[SlotFailureOut]
+
+
 class PluginDataOut(Schema):
     plugin: str
     namespace: str

@@ -234,6 +234,11 @@ class TurnExecutor:
         self.jobs: list[PlannedRuntime] = []
         self.job_inputs: dict[str, dict[str, Any]] = {}
         self.world = self._world()
+        # Extension points (sessions.extensions): segments collected and compaction asked
+        # once a turn; whether the agent history goes through them at all.
+        self._segments: list[dict[str, Any]] | None = None
+        self._compacted = False
+        self._extended_history: bool | None = None
         self.user_settings: dict[str, dict[str, Any]] = {}
         # A background turn (a detached job) holds its events until its commit: a job that times
         # out, is cancelled or goes stale announces nothing it never saved (its
@@ -1021,6 +1026,7 @@ class TurnExecutor:
         user_settings = user_settings_for(package_id=planned.package, session=self.session)
         stream = _StoryStream(self, planned) if runtime.visibility == "story" else None
         bounds = (runtime.data.get("agent") or {}).get("history") or {}  # none: the whole game
+        history, compacted = self._agent_history(planned, bounds.get("maxTurns"), result)
         context = AgentRuntimeContext(
             data=OverlayData(overlay=self.overlay, runtime=planned.runtime),
             callbacks_for=lambda plugin: SessionCallbacks(
@@ -1035,8 +1041,10 @@ class TurnExecutor:
             turn_id=str(self.turn.pk),
             player_message=self.request.message,
             story_text=self.narrative_text or None,
-            history=self._history(max_turns=bounds.get("maxTurns")),
+            history=history,
             history_windowed=True,
+            compacted=compacted,
+            segments=self._extension_segments(planned, result),
             inputs={name: bound["value"] for name, bound in inputs.items()},
             payload=self.request.manual.get(planned.runtime),
             variables={"world": self.world, "settings": user_settings},
@@ -1056,7 +1064,7 @@ class TurnExecutor:
             hooks=hooks.agent_hooks(self, planned),
         )
         run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
-        result.warnings = list(run.warnings)
+        result.warnings += list(run.warnings)
         if stream is not None:
             stream.flush()
         if run.status != "success":
@@ -1075,6 +1083,80 @@ class TurnExecutor:
             self.notifications.setdefault(planned.runtime, []).append(
                 {k: notice[k] for k in ("title", "body", "level") if k in notice}
             )
+
+    # -------------------------------------------------------------- extension points
+
+    def _extension_failed(self, failures: list[dict[str, Any]], result: RuntimeResult) -> None:
+        """A failing provider is skipped (Covel's onError "skip"), never silently: the runtime's
+        warnings and an extension.failed event say which one and why."""
+        for failure in failures:
+            result.warnings.append(
+                f"{failure['point']} {failure['plugin']}/{failure['extension']} was skipped "
+                f"[{failure['code']}]: {failure['message']}"
+            )
+            self.emit("extension.failed", {**failure, "runtime": result.runtime})
+
+    def _extension_segments(
+        self, planned: PlannedRuntime, result: RuntimeResult
+    ) -> list[dict[str, Any]]:
+        """prompt.segment@1: collected once a turn, then chosen by each runtime's audience."""
+        from sessions import extensions
+
+        if self._segments is None:
+            failures: list[dict[str, Any]] = []
+            self._segments = extensions.static_segments(self.active) + extensions.prompt_segments(
+                session=self.session,
+                active=self.active,
+                turn_id=str(self.turn.pk),
+                player_message=self.request.message,
+                world=self.world,
+                failures=failures,
+            )
+            self._extension_failed(failures, result)
+        output = (planned.manifest.data.get("io") or {}).get("output") or {}
+        return extensions.segments_for(
+            self._segments,
+            package=planned.package,
+            story=planned.manifest.visibility == "story",
+            contract=output.get("contract"),
+        )
+
+    def _agent_history(
+        self, planned: PlannedRuntime, max_turns: int | None, result: RuntimeResult
+    ) -> tuple[list[Any], str | None]:
+        """The agent's history, and the compacted summaries that stand for its oldest part.
+
+        With no history.compact@2 or prompt.history-transform@1 provider and no summary saved,
+        this is _history's one query; otherwise the whole log goes through the points
+        (compaction once a turn), then agent.history bounds it.
+        """
+        from agents.prompt import Turn as PromptTurn
+        from sessions import extensions
+
+        if self._extended_history is None:
+            self._extended_history = extensions.history_extended(
+                session=self.session, active=self.active
+            )
+        if not self._extended_history or max_turns == 0:
+            return self._history(max_turns=max_turns), None
+        failures: list[dict[str, Any]] = []
+        turns, compacted = extensions.agent_history(
+            session=self.session,
+            active=self.active,
+            rows=Turn.objects.filter(
+                session_id=self.session.pk, kind=Turn.Kind.PLAYER, status=Turn.Status.COMMITTED
+            )
+            .order_by("created_at")
+            .values_list("pk", "player_message", "narrative_text", "created_at"),
+            system_prompt=planned.manifest.prompt,
+            turn_id=str(self.turn.pk),
+            compact=not self._compacted,
+            failures=failures,
+        )
+        self._compacted = True
+        self._extension_failed(failures, result)
+        history = [PromptTurn(messages=tuple(t)) for t in turns]
+        return (history[-max_turns:] if max_turns is not None else history), compacted
 
     def _history(self, *, max_turns: int | None = None) -> list[Any]:
         """The session's committed player turns, oldest first, as the prompt's history.

@@ -22,6 +22,7 @@ from catalogue.models import Package
 from eventlog.selectors import last_event_seq
 from sessions import selectors as play_selectors
 from sessions import services
+from sessions.extensions import session_slots
 from sessions.models import Session
 from worlds import selectors
 from worlds.fields import FieldError
@@ -164,6 +165,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "last_seq": last_event_seq(session=session),
         "forms": play_selectors.interaction_pending_list(session=session),
         "notifications": play_selectors.notification_recent_list(session=session),
+        "ui_slots": session_slots(session=session),
     }
     return render(request, "sessions/session_detail.html", context, status=status)
 

@@ -28,6 +28,7 @@ import { messageCatalogs, pluginMessagesFor } from "./messages.mjs";
 import { applyOperations, OperationError } from "./ops.mjs";
 import { addPackageRoot, installResolver, isInside, importFailure } from "./resolver.mjs";
 import { exitHost, lockDown, NETWORK_GLOBALS } from "./contain.mjs";
+import { POINTS as EXTENSION_POINTS, UNSUPPORTED as UNSUPPORTED_POINTS } from "./extension_points.mjs";
 import { stripTypeScriptTypes } from "node:module";
 
 const MAX_VALUE_BYTES = 262144; // one plugin.data value, from the spec
@@ -415,6 +416,21 @@ function withTimeout(promise, ms, onTimeout) {
   return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
 }
 
+/** Every provided extension names a point this hub calls and has a handler (Covel's rules). */
+function checkExtensionPoints(pkg, registration) {
+  for (const e of registration.extensions) {
+    if (UNSUPPORTED_POINTS[e.point]) {
+      throw new HostError("extension_point_unsupported", `${pkg.id}: extension ${e.point}/${e.id} provides a point this hub does not call: ${UNSUPPORTED_POINTS[e.point]}`);
+    }
+    if (!EXTENSION_POINTS[e.point]) {
+      throw new HostError("extension_point_unknown", `${pkg.id}: extension ${e.point}/${e.id} names no kernel extension point; known points: ${Object.keys(EXTENSION_POINTS).join(", ")}`);
+    }
+    if (typeof (typeof e.provider === "function" ? e.provider : e.provider?.handler) !== "function") {
+      throw new HostError("handler_invalid", `${pkg.id}: extension ${e.point}/${e.id} needs { handler(input, ctx) }`);
+    }
+  }
+}
+
 async function importInside(root, file, tag, what) {
   const real = fs.existsSync(file) ? fs.realpathSync(file) : file;
   if (!isInside(root, real)) {
@@ -458,6 +474,7 @@ async function loadPackage(params, call) {
   }
   if (params.mode === "extract") return { extracted: extracted(registration) };
 
+  checkExtensionPoints(pkg, registration);
   const problems = checkRegistrations(registration, params.declared ?? {});
   if (problems.length) {
     throw new HostError("plugin_registration_invalid", `${pkg.id}: ${problems.map((p) => p.message).join("; ")}`, problems);
@@ -945,6 +962,10 @@ const methods = {
     return { output: output === undefined ? null : output, operations: call.operations };
   },
 
+  async extension(params, call) {
+    return runExtension(params, call);
+  },
+
   // One package's hooks for one event (and, when given, one enforce phase). Python orders the
   // packages and phases (sessions/hooks.py); here each handler gets its own time limit, and a
   // throw, a timeout or an answer that is no hook result is reported as that handler's result,
@@ -997,6 +1018,70 @@ function hookResultProblem(result) {
   if (result.action !== "continue") return `returned action ${JSON.stringify(result.action)}; use "continue" or "abort"`;
   if (result.replace !== undefined && (result.replace === null || typeof result.replace !== "object" || Array.isArray(result.replace))) return "returned a replace that is not an object";
   return null;
+}
+
+// A row as an extension provider reads it (Covel: the whole record, value in .value).
+const extensionRow = (pluginId, namespace, row) => ({ pluginId, namespace, key: row.key, value: row.value });
+// Hidden world data never reaches an extension: its output goes to prompts and pages.
+const hiddenNamespace = (namespace) => namespace.startsWith("_hidden");
+
+/** ctx.pluginData of an extension provider: read-only, its own package's committed data. */
+function extensionData(call, pluginId) {
+  const list = async (namespace) => {
+    const ns = String(namespace);
+    if (hiddenNamespace(ns)) return [];
+    const rows = await toPython(call, "pluginData.list", { namespace: ns });
+    return (rows ?? []).map((row) => extensionRow(pluginId, ns, row));
+  };
+  return {
+    list,
+    async get(namespace, key) {
+      const ns = String(namespace);
+      if (hiddenNamespace(ns)) return undefined;
+      const value = await toPython(call, "pluginData.get", { namespace: ns, key: String(key) });
+      return value === null || value === undefined ? undefined : extensionRow(pluginId, ns, { key: String(key), value });
+    },
+  };
+}
+
+function pointCheck(schema, value, code, what) {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const details = parsed.error.issues.map((i) => ({ path: i.path.length ? i.path.join(".") : "(root)", message: i.message }));
+  throw new HostError(code, `${what}: ${details.map((d) => `${d.path}: ${d.message}`).join("; ")}`, details);
+}
+
+/** Call one provider: its input and output go through the point's schema. */
+async function runExtension(params, call) {
+  const pkg = packageOf(params.package);
+  const name = `${params.point}/${params.id}`;
+  const provided = pkg.extensions.get(name);
+  if (!provided) throw new HostError("extension_not_found", `package ${pkg.id} provides no extension ${name}`);
+  const point = EXTENSION_POINTS[provided.point];
+  const input = pointCheck(point.input, params.input, "extension_input_invalid", `input of ${name}`);
+  const c = params.context ?? {};
+  const ctx = {
+    sessionId: c.sessionId ?? null,
+    turnId: c.turnId ?? undefined,
+    locale: c.locale ?? "en",
+    world: c.world ?? null,
+    pluginId: pkg.id,
+    signal: call.controller.signal,
+    logger: makeLogger(call),
+    pluginData: extensionData(call, pkg.id),
+  };
+  const handler = typeof provided.provider === "function" ? provided.provider : provided.provider.handler.bind(provided.provider);
+  const value = await handler(structuredClone(input), ctx);
+  let output = pointCheck(point.output, value === undefined ? null : value, "extension_output_invalid", `output of ${pkg.id}'s ${name}`);
+  if (point.attribute) {
+    try {
+      output = point.attribute(output, pkg.id, params.slot);
+    } catch (error) {
+      const issues = error?.issues?.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+      throw new HostError("extension_output_invalid", `output of ${pkg.id}'s ${name} does not fit slot ${params.slot}: ${issues ?? error.message}`);
+    }
+  }
+  return { output };
 }
 
 function errorFrame(id, error) {

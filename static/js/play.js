@@ -141,6 +141,74 @@
     setTimeout(() => row.classList.remove("changed"), 1500);
   }
 
+  // ---------------------------------------------------------------- UI slots (ui.slot@1)
+
+  const slotsBox = document.getElementById("ui-slots");
+
+  function slotEntry(entry) {
+    const item = el("li", `slot-entry kind-${String(entry.kind).replace(/[^a-z]/g, "")}`);
+    if (entry.tone) item.classList.add(`tone-${String(entry.tone).replace(/[^a-z]/g, "")}`);
+    item.dataset.entry = entry.id;
+    item.append(el("span", "label", entry.label), " ");
+    if (entry.kind === "meter") {
+      const meter = el("meter");
+      meter.min = Number(entry.min ?? 0);
+      meter.max = Number(entry.max);
+      meter.value = Number(entry.value);
+      item.append(meter, " ", el("span", "value", `${entry.value} / ${entry.max}`));
+    } else if (entry.kind === "list") {
+      const items = el("ul", "items");
+      for (const text of entry.items || []) items.append(el("li", "", text));
+      item.append(items);
+    } else {
+      item.append(el("span", "value", entry.value));
+    }
+    return item;
+  }
+
+  // Slot values are plugin output: every string goes in as textContent, never as markup.
+  function showSlot(slot) {
+    const section = [...slotsBox.querySelectorAll(".ui-slot")].find((s) => s.dataset.slot === slot.slot);
+    if (!section) return;
+    section.dataset.watch = (slot.watch || []).join(" ");
+    section.dataset.preview = (slot.preview || []).join(" ");
+    const list = section.querySelector(".slot-entries");
+    const entries = (slot.entries || []).map(slotEntry);
+    list.replaceChildren(...(entries.length ? entries : [el("li", "muted empty", "Nothing to show yet.")]));
+    section.querySelectorAll(".slot-error").forEach((node) => node.remove());
+    for (const f of slot.failures || []) {
+      const note = el("p", "slot-error", `${f.plugin}/${f.extension} could not be shown [${f.code}]: ${f.message}`);
+      note.dataset.code = f.code;
+      section.append(note);
+    }
+    section.dataset.refreshed = String(Number(section.dataset.refreshed || 0) + 1);
+  }
+
+  async function fetchSlots(turnId) {
+    const query = turnId ? `?turn=${encodeURIComponent(turnId)}` : "";
+    const response = await fetch(`${slotsBox.dataset.slotsUrl}${query}`, { credentials: "same-origin" });
+    if (!response.ok) return;
+    (await response.json()).forEach(showSlot);
+  }
+
+  function slotsListening(attribute, names) {
+    return [...slotsBox.querySelectorAll(".ui-slot")].some((s) =>
+      (s.dataset[attribute] || "").split(" ").some((w) => names.has(w)));
+  }
+
+  // A committed change of a watched namespace: the slot again, from committed data.
+  function refreshSlots(changes) {
+    if (!slotsBox) return;
+    const touched = new Set((changes || []).map((c) => `${c.plugin}/${c.namespace}`));
+    if (slotsListening("watch", touched)) fetchSlots(null);
+  }
+
+  // A domain event of a running turn whose topic a slot previews: the slot with that turn's events.
+  function previewSlots(event) {
+    if (!slotsBox || !slotsListening("preview", new Set([event.topic]))) return;
+    fetchSlots(event.turnId);
+  }
+
   const handlers = {
     "turn.started": (p) => {
       if (p.kind !== "player") return;
@@ -148,6 +216,7 @@
       turnItem(p.turnId).querySelector(".player-line").textContent = p.playerMessage;
     },
     "runtime.status": (p) => showRuntime(p),
+    "plugin.event": (p) => previewSlots(p),
     "narrative.delta": (p) => {
       const line = turnItem(p.turnId).querySelector(".narrative");
       line.textContent += p.text;
@@ -155,7 +224,10 @@
     narrative: (p) => {
       turnItem(p.turnId).querySelector(".narrative").textContent = p.text;
     },
-    "plugin-data.changed": (p) => (p.changes || []).forEach(showData),
+    "plugin-data.changed": (p) => {
+      (p.changes || []).forEach(showData);
+      refreshSlots(p.changes);
+    },
     "turn.committed": (p) => {
       if (p.kind === "player") {
         turns.textContent = String(p.number);

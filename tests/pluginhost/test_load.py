@@ -35,7 +35,7 @@ def test_a_matching_package_loads_and_reports_its_tools(make_package, host):
             covel.on("TurnStart", async () => ({ action: "continue" }));
             covel.registerHook("PreRuntime", async () => ({ action: "continue" }), { enforce: "pre" });
             covel.registerWires({ image: [{ id: "img-wire", generate: async () => ({}) }] });
-            covel.provideExtension("prompt.segment@1", "facts", { render: () => "" });
+            covel.provideExtension("prompt.segment@1", "facts", { handler: () => [] });
         """
         },
     )

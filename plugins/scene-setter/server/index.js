@@ -34,7 +34,9 @@ export default function register(covel) {
     async handler(_input, ctx) {
       const scene = await ctx.pluginData?.get("scene", "current");
       const content = briefOf(scene?.value ?? scene);
-      return content ? [{ id: "scene-brief", content, position: "system" }] : [];
+      // audience and volatility are required by prompt.segment@1: every agent reads the
+      // scene, and it may change every turn.
+      return content ? [{ id: "scene-brief", content, position: "system", audience: "all", volatility: "turn" }] : [];
     },
   });
 }
