@@ -25,7 +25,7 @@ WORDS = [
     "weather",
     "story",
     "quest",
-    "inventory",
+    "satchel",
     "map",
     "music",
     "combat",

@@ -1,4 +1,4 @@
-"""Turns per second with the bundled function narrator, in process (the turn loop, the Node
+"""Turns per second with the bundled function storyteller, in process (the turn loop, the Node
 plugin host and the commit; no HTTP): one session played turn after turn, and 8 sessions played
 at once from 8 threads (the web process's concurrency), p50/p95 latency of a turn.
 
@@ -47,7 +47,7 @@ def run_backend(turns: int, parallel: int) -> dict:
     from worlds.models import World
 
     call_command("migrate", verbosity=0)
-    folder = REPO / "plugins" / "narrator"
+    folder = REPO / "plugins" / "storyteller"
     loaded = load_package(folder, host_version="0.1.0")
     package_index(
         result=loaded,

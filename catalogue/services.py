@@ -879,7 +879,7 @@ def shadow_note(
 ) -> dict[str, str]:
     """Which copy of a duplicated id won and why, as the winner's card shows it.
 
-    The user's real Covel `affinity` beside our bundled `affinity` is the case that matters:
+    A user's copy of a package beside a bundled one of the same id is the case that matters:
     the player must see that their copy is not the one running, and why.
     """
     kept_words = _SOURCE_WORDS.get(kept_source, kept_source)

@@ -91,7 +91,7 @@ def _prompt_of(model: StandInModel, package_id: str) -> str:
 
 @pytest.fixture
 def recall_packages(db, tmp_path: Path) -> None:
-    _index(REPO / "plugins" / "narrator")
+    _index(REPO / "plugins" / "storyteller")
     _index(_recall_package(tmp_path, "recall", None))
     _index(_recall_package(tmp_path, "recall-two", {"maxTurns": 2}))
 

@@ -199,8 +199,8 @@ def test_builtin_tools_emit_notify_and_ask_with_a_form(toolbox):
 
 
 def test_an_imported_write_service_stages_the_providers_writes():
-    inventory = load(PLUGINS / "inventory")
-    session = Session(inventory)
+    satchel = load(PLUGINS / "satchel")
+    session = Session(satchel)
     change = {"changes": [{"op": "add", "name": "Brass Key", "quantity": 2}]}
     run, model = session.run(
         [
@@ -227,11 +227,11 @@ def test_an_imported_write_service_stages_the_providers_writes():
     applied = json.loads(tool_messages(model.requests[1])[0])
     assert applied["applied"] == [{"id": "brass-key", "name": "Brass Key", "quantity": 2}]
     session.commit()
-    assert session.store[("inventory", "items", "brass-key")]["quantity"] == 2
+    assert session.store[("satchel", "items", "brass-key")]["quantity"] == 2
 
 
 def test_a_service_input_the_provider_refuses_fails_the_call_not_the_run():
-    session = Session(load(PLUGINS / "inventory"))
+    session = Session(load(PLUGINS / "satchel"))
     run, model = session.run(
         [
             {"toolCalls": [call("change-items", {"changes": []}, "a")]},
@@ -276,8 +276,8 @@ def test_a_story_runtime_streams_prose_and_outputs_narrative_output():
 
 
 def test_advertise_events_lists_the_event_directory_in_the_prompt():
-    affinity = load(PLUGINS / "affinity")
-    session = Session(affinity)
+    rapport = load(PLUGINS / "rapport")
+    session = Session(rapport)
     _, model = session.run([{"toolCalls": [call("runtime-done", {})]}])
     system = model.requests[0]["messages"][0]["content"]
     assert "<event-directory>" in system and "affinity.changed" in system
@@ -326,8 +326,8 @@ def test_the_runtime_calls_the_slot_staff_configured_and_a_slot_setting_override
     from agents.standin import StandInModel
 
     monkeypatch.setenv("HUB_TEST_SLOT_KEY", "sk-test")
-    affinity = load(PLUGINS / "affinity")
-    session = Session(affinity)
+    rapport = load(PLUGINS / "rapport")
+    session = Session(rapport)
     assert not slot_configured(slot="cheap")
     with StandInModel([{"toolCalls": [call("runtime-done", {})]}]) as model:
         ModelSlot.objects.create(
@@ -336,11 +336,11 @@ def test_the_runtime_calls_the_slot_staff_configured_and_a_slot_setting_override
             model="cheap-model",
             api_key_env="HUB_TEST_SLOT_KEY",
         )
-        # affinity's agent.model is utility; its `model` setting (type slot) names another slot.
+        # rapport's agent.model is utility; its `model` setting (type slot) names another slot.
         run = run_agent_runtime(
-            manifest=affinity,
-            runtime=affinity.runtimes[0],
-            context=session.context("affinity", user_settings={"model": "cheap"}),
+            manifest=rapport,
+            runtime=rapport.runtimes[0],
+            context=session.context("rapport", user_settings={"model": "cheap"}),
         )
     assert run.status == "success", run.error
     assert slot_configured(slot="cheap") and slot_names() == ["cheap"]
@@ -352,16 +352,16 @@ def test_the_sessions_callbacks_plug_into_the_runtime_unchanged():
     """The turn executor's own HostCallbacks (over its TurnOverlay) serve the run's plugin code."""
     from sessions.callbacks import SessionCallbacks
 
-    inventory = load(PLUGINS / "inventory")
-    session = Session(inventory, store={("inventory", "wallet", "gold"): 3})
+    satchel = load(PLUGINS / "satchel")
+    session = Session(satchel, store={("satchel", "wallet", "gold"): 3})
     context = session.context(
-        "inventory",
+        "satchel",
         callbacks_for=lambda plugin: SessionCallbacks(
             session=None,
             package=plugin,
-            runtime="inventory",
+            runtime="satchel",
             overlay=session.overlay,
-            manifest=inventory,
+            manifest=satchel,
         ),
     )
     with StandInModel(
@@ -373,13 +373,13 @@ def test_the_sessions_callbacks_plug_into_the_runtime_unchanged():
     ) as model:
         endpoint = Endpoint(slot="utility", base_url=model.base_url, model="stand-in")
         run = run_agent_runtime(
-            manifest=inventory, runtime=inventory.runtimes[0], context=context, endpoint=endpoint
+            manifest=satchel, runtime=satchel.runtimes[0], context=context, endpoint=endpoint
         )
     assert run.status == "success"
     refused = json.loads(tool_messages(model.requests[1])[0])["error"]
     assert "The purse holds 3 gold" in refused and "Hint: Tell the story" in refused
     session.commit()
-    assert session.store[("inventory", "wallet", "gold")] == 1
+    assert session.store[("satchel", "wallet", "gold")] == 1
 
 
 def test_a_model_repeating_a_real_tool_call_is_stopped_as_a_tool_loop_and_its_writes_are_not_kept(

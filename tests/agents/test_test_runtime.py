@@ -13,7 +13,7 @@ import pytest
 from agent_helpers import PLUGINS, REPO, call, run_command, write_toolbox
 from django.core.management.base import CommandError
 
-AGENT_PACKAGES = ["notebook", "chronicle", "inventory", "affinity", "story-agent"]
+AGENT_PACKAGES = ["notebook", "chronicle", "satchel", "rapport", "story-agent"]
 
 
 def manage(*args: str) -> subprocess.CompletedProcess[str]:
@@ -62,7 +62,7 @@ def test_the_saved_data_and_the_model_calls_are_in_the_result():
             },
         }
     ]
-    assert [r["runtimeId"] for r in result["runtimeResults"]] == ["narrator", "notebook"]
+    assert [r["runtimeId"] for r in result["runtimeResults"]] == ["storyteller", "notebook"]
     assert result["llmCalls"][0]["toolCalls"][0]["name"] == "save-note"
 
 
@@ -93,7 +93,7 @@ def test_bad_arguments_exit_2(tmp_path: Path):
         run_command(str(PLUGINS / "notebook"), "--case", "nope")
     assert missing_case.value.returncode == 2 and "no case named 'nope'" in str(missing_case.value)
     with pytest.raises(CommandError) as no_cases:
-        run_command(str(PLUGINS / "narrator"))
+        run_command(str(PLUGINS / "storyteller"))
     assert no_cases.value.returncode == 2 and "no runtime cases file" in str(no_cases.value)
 
 

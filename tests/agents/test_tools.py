@@ -93,12 +93,12 @@ def test_services_are_named_by_as_or_by_the_contract_without_version():
         service_tool_name({"contract": "inventory.items@1", "as": "change-items"})[1]
         == "change-items"
     )
-    inventory = load(PLUGINS / "inventory")
+    satchel = load(PLUGINS / "satchel")
     toolset = build_toolset(
-        manifest=inventory,
-        runtime=inventory.runtimes[0],
+        manifest=satchel,
+        runtime=satchel.runtimes[0],
         registered_tools=[],
-        services=service_providers([inventory]),
+        services=service_providers([satchel]),
     )
     spec = toolset.binding("change-items").spec
     # Without the host's registration, the contract's published schema describes the input.
@@ -107,22 +107,22 @@ def test_services_are_named_by_as_or_by_the_contract_without_version():
 
 
 def test_a_service_without_an_active_provider_is_left_out():
-    inventory = load(PLUGINS / "inventory")
+    satchel = load(PLUGINS / "satchel")
     toolset = build_toolset(
-        manifest=inventory, runtime=inventory.runtimes[0], registered_tools=[], services={}
+        manifest=satchel, runtime=satchel.runtimes[0], registered_tools=[], services={}
     )
     assert "change-items" not in toolset.names
     assert any("no active provider" in w for w in toolset.warnings)
 
 
 def test_a_write_service_is_left_out_of_a_run_that_cannot_change_its_data():
-    inventory = load(PLUGINS / "inventory")
+    satchel = load(PLUGINS / "satchel")
     toolset = build_toolset(
-        manifest=inventory,
-        runtime=inventory.runtimes[0],
+        manifest=satchel,
+        runtime=satchel.runtimes[0],
         registered_tools=[],
-        services=service_providers([inventory]),
-        can_write={"inventory": False},
+        services=service_providers([satchel]),
+        can_write={"satchel": False},
     )
     assert "change-items" not in toolset.names
     assert any("cannot change" in w for w in toolset.warnings)

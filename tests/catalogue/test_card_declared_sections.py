@@ -43,14 +43,14 @@ def test_bundled_plugins_have_their_sections_in_the_card(client, bundled):
     assert scene["promptExtensions"] == [{"point": "prompt.segment@1", "id": "scene-brief"}]
     assert scene["prompts"][0]["kind"] == "function" and scene["prompts"][0]["text"]
 
-    affinity = card_of(client, "affinity")
-    segments = {s["id"]: s for s in affinity["promptSegments"]}
+    rapport = card_of(client, "rapport")
+    segments = {s["id"]: s for s in rapport["promptSegments"]}
     assert segments["affinity-reminder"]["place"] == "inside the conversation history, at depth 2"
     assert segments["affinity-reminder"]["content"].startswith("Scores in <current-affinity>")
-    assert affinity["prompts"][0]["runtime"] == "affinity"
-    assert "Prefer missing a change over inventing one." in affinity["prompts"][0]["text"]
+    assert rapport["prompts"][0]["runtime"] == "rapport"
+    assert "Prefer missing a change over inventing one." in rapport["prompts"][0]["text"]
     # The inline runtime owns the PLUGIN.md body: it is in prompts, not repeated as body.
-    assert affinity["body"] is None
+    assert rapport["body"] is None
 
     chronicle = card_of(client, "chronicle")
     wiring = {w["runtime"]: w["lines"] for w in chronicle["wiring"]}
@@ -73,7 +73,7 @@ def test_bundled_plugins_have_their_sections_in_the_card(client, bundled):
 
 
 def test_the_card_and_the_page_read_the_same_selector(client, bundled):
-    for package_id in ("scene-setter", "affinity", "chronicle", "weather", "inventory"):
+    for package_id in ("scene-setter", "rapport", "chronicle", "weather", "satchel"):
         card = card_of(client, package_id)
         declared = package_declarations(package_get(package_id=package_id))
         for key, value in declared.items():

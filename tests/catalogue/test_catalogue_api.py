@@ -32,9 +32,9 @@ def add(tmp_path, make_result):
 def catalogue(tmp_path, rich_data, add):
     add("dice", rich_data)
     add(
-        "narrator",
+        "storyteller",
         {
-            "displayName": "Narrator",
+            "displayName": "Storyteller",
             "kind": "core",
             "tags": ["mode:story"],
             "provides": [{"contract": "narrative-engine@2", "default": True}],
@@ -92,7 +92,7 @@ def test_the_list_has_the_documented_fields(client, catalogue):
     assert [i["displayName"] for i in body["items"]] == [
         "Dice Roller",
         "More dice",
-        "Narrator",
+        "Storyteller",
         "Word count",
     ]
 
@@ -114,15 +114,15 @@ def test_search_puts_exact_id_matches_first(client, catalogue):
     _, body = get(client, "/api/packages", q="counts cards")
     assert [i["id"] for i in body["items"]] == []  # every word must match
     _, body = get(client, "/api/packages", q="narrative-engine@2")
-    assert {i["id"] for i in body["items"]} == {"dice", "narrator", "dice-extra"}
+    assert {i["id"] for i in body["items"]} == {"dice", "storyteller", "dice-extra"}
 
 
 def test_filters_combine(client, catalogue):
     _, body = get(client, "/api/packages", tag=["mode:story"])
-    assert {i["id"] for i in body["items"]} == {"narrator", "dice-extra"}
+    assert {i["id"] for i in body["items"]} == {"storyteller", "dice-extra"}
     response = client.get("/api/packages?tag=mode:story&tag=cost:llm")
-    assert [i["id"] for i in response.json()["items"]] == ["narrator"]  # AND
-    assert {i["id"] for i in get(client, "/api/packages", kind="core")[1]["items"]} == {"narrator"}
+    assert [i["id"] for i in response.json()["items"]] == ["storyteller"]  # AND
+    assert {i["id"] for i in get(client, "/api/packages", kind="core")[1]["items"]} == {"storyteller"}
     assert {i["id"] for i in get(client, "/api/packages", source="community")[1]["items"]} == {
         "dice-extra"
     }
@@ -134,7 +134,7 @@ def test_filters_combine(client, catalogue):
     }
     assert {
         i["id"] for i in get(client, "/api/packages", contract="narrative-engine@2")[1]["items"]
-    } == {"narrator", "dice-extra"}
+    } == {"storyteller", "dice-extra"}
 
 
 def test_pagination_and_sort(client, catalogue):
@@ -225,8 +225,8 @@ def test_tags_and_contracts(client, catalogue):
     engine = next(c for c in contracts if c["contract"] == "narrative-engine@2")
     assert engine == {
         "contract": "narrative-engine@2",
-        "providers": ["dice-extra", "narrator"],
-        "default": "narrator",
+        "providers": ["dice-extra", "storyteller"],
+        "default": "storyteller",
     }
     assert not any(c["contract"] == "other-dice@1" for c in contracts)  # only provided contracts
 
@@ -268,11 +268,11 @@ def test_the_card_says_who_can_satisfy_each_requirement(client, catalogue, add):
     add("needy", {"requires": ["narrative-engine@2", "missing@1"]})
     card = client.get("/api/packages/needy").json()
     assert card["requiresProviders"] == [
-        {"contract": "narrative-engine@2", "providers": ["dice-extra", "narrator"]},
+        {"contract": "narrative-engine@2", "providers": ["dice-extra", "storyteller"]},
         {"contract": "missing@1", "providers": []},
     ]
     page = client.get("/packages/needy/").content.decode()
-    assert 'href="/packages/narrator/"' in page and "no installed package provides it" in page
+    assert 'href="/packages/storyteller/"' in page and "no installed package provides it" in page
 
 
 def test_the_router_answers_through_ninjas_test_client(catalogue):
@@ -280,6 +280,6 @@ def test_the_router_answers_through_ninjas_test_client(catalogue):
 
     from catalogue.api import router
 
-    response = TestClient(router).get("/packages?q=narrator")
+    response = TestClient(router).get("/packages?q=storyteller")
     assert response.status_code == 200
-    assert [i["id"] for i in response.json()["items"]] == ["narrator"]
+    assert [i["id"] for i in response.json()["items"]] == ["storyteller"]

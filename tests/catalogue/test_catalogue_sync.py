@@ -18,14 +18,14 @@ def ids() -> list[str]:
 
 
 def test_it_indexes_every_configured_folder_with_its_trust(plugin_dirs, approval_calls):
-    plugin_dirs.add("bundled", "narrator")
+    plugin_dirs.add("bundled", "storyteller")
     plugin_dirs.add("user", "notebook")
     plugin_dirs.add("community", "weather")
     summary = packages_sync()
     assert summary.line() == "indexed 3, unchanged 0, removed 0, invalid 0"
     rows = {p.package_id: (p.source, p.trust) for p in Package.objects.all()}
     assert rows == {
-        "narrator": ("bundled", "bundled"),
+        "storyteller": ("bundled", "bundled"),
         "notebook": ("user", "community"),
         "weather": ("community", "community"),
     }

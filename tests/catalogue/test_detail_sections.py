@@ -59,7 +59,7 @@ def test_wires_forms_and_prompt_extensions_of_scene_setter(client, bundled):
 
 
 def test_prompt_segments_say_where_they_go_and_show_the_text_collapsed(client, bundled):
-    page = page_of(client, "affinity")
+    page = page_of(client, "rapport")
     prompt = section(page, "prompt-h")
     assert "affinity-rules</code>: after the conversation history, as a system message" in prompt
     assert "affinity-reminder</code>: inside the conversation history, at depth 2" in prompt
@@ -70,7 +70,7 @@ def test_prompt_segments_say_where_they_go_and_show_the_text_collapsed(client, b
         prompt,
     )
     runtime_prompt = re.search(
-        r'<details><summary><strong>affinity</strong>.*?</summary><pre class="prompt-body">(.*?)</pre>',
+        r'<details><summary><strong>rapport</strong>.*?</summary><pre class="prompt-body">(.*?)</pre>',
         prompt,
         re.S,
     )
@@ -81,13 +81,13 @@ def test_prompt_segments_say_where_they_go_and_show_the_text_collapsed(client, b
 
 
 def test_wiring_shows_inputs_self_data_and_runtime_order(client, bundled):
-    affinity = text_of(section(page_of(client, "affinity"), "wiring-h"))
+    rapport = text_of(section(page_of(client, "rapport"), "wiring-h"))
     assert (
         "reads its input narrative from the provider of narrative-engine@2 "
-        "(the part at /narrativeOutput); it runs without it" in affinity
+        "(the part at /narrativeOutput); it runs without it" in rapport
     )
-    assert "sees its own affinity data in the prompt as &lt;current-affinity&gt;" in affinity
-    assert "(summary, at most 20 entries)" in affinity
+    assert "sees its own rapport data in the prompt as &lt;current-affinity&gt;" in rapport
+    assert "(summary, at most 20 entries)" in rapport
     chronicle = text_of(section(page_of(client, "chronicle"), "wiring-h"))
     for line in (
         "chronicle/archive",
@@ -99,8 +99,8 @@ def test_wiring_shows_inputs_self_data_and_runtime_order(client, bundled):
         "keeps its output under chapter-summary for later turns",
     ):
         assert line in chronicle, line
-    narrator = text_of(section(page_of(client, "narrator"), "wiring-h"))
-    assert "publishes its output as narrative-engine@2" in narrator
+    storyteller = text_of(section(page_of(client, "storyteller"), "wiring-h"))
+    assert "publishes its output as narrative-engine@2" in storyteller
 
 
 def test_what_a_world_can_supply_and_memory_search(client, bundled):
@@ -113,8 +113,8 @@ def test_what_a_world_can_supply_and_memory_search(client, bundled):
         r"<details><summary>How to write it</summary><p class=\"hint\">One record", world
     )
     assert "found by memory search (field summary)" in section(page, "data-h")
-    affinity = text_of(section(page_of(client, "affinity"), "world-content-h"))
-    assert "Starting affinity" in affinity and "read from data/affinity.yaml" in affinity
+    rapport = text_of(section(page_of(client, "rapport"), "world-content-h"))
+    assert "Starting rapport" in rapport and "read from data/affinity.yaml" in rapport
 
 
 def test_published_schemas_and_how_each_runtime_runs(client, bundled):
@@ -126,13 +126,13 @@ def test_published_schemas_and_how_each_runtime_runs(client, bundled):
     runtimes = text_of(section(weather, "runtimes-h"))
     assert "stops after 3 s" in runtimes
     assert "safe to run beside the other runtimes of its stage" in runtimes
-    inventory = text_of(section(page_of(client, "inventory"), "runtimes-h"))
-    assert "sees the last 1 turn; at most 4 model steps a run" in inventory
-    assert "change-items (service inventory.items@1)" in inventory and "wallet-get" in inventory
+    satchel = text_of(section(page_of(client, "satchel"), "runtimes-h"))
+    assert "sees the last 1 turn; at most 4 model steps a run" in satchel
+    assert "change-items (service inventory.items@1)" in satchel and "wallet-get" in satchel
     summarize = text_of(section(page_of(client, "chronicle"), "runtimes-h"))
     assert "model reasoning off" in summarize
     assert "a guard (./runtimes/summarize/guard.js) may skip a run" in summarize
-    assert "A core package: every session requests it by default." in page_of(client, "narrator")
+    assert "A core package: every session requests it by default." in page_of(client, "storyteller")
 
 
 def test_world_projections_from_the_real_loader(client, real_plugin_dirs):

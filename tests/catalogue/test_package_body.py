@@ -52,8 +52,8 @@ def test_chronicle_body_is_stored_and_shown_collapsed(client, real_plugin_dirs):
     chronicle = Package.objects.get(package_id="chronicle")
     assert chronicle.body.strip().startswith("Chronicle has no inline runtime")
     # An inline runtime owns its body (Runtime.prompt): it is not kept twice.
-    assert Package.objects.get(package_id="affinity").body == ""
-    assert Package.objects.get(package_id="affinity").runtimes.get().prompt.strip()
+    assert Package.objects.get(package_id="rapport").body == ""
+    assert Package.objects.get(package_id="rapport").runtimes.get().prompt.strip()
 
     section = notes_section(client, "chronicle")
     assert (
@@ -61,7 +61,7 @@ def test_chronicle_body_is_stored_and_shown_collapsed(client, real_plugin_dirs):
         in section
     )
     assert "Chronicle has no inline runtime" not in prompt_section(client, "chronicle")
-    assert notes_section(client, "affinity") == ""
+    assert notes_section(client, "rapport") == ""
 
 
 def test_a_package_with_no_runtime_shows_its_body(client, add):

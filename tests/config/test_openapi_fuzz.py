@@ -51,7 +51,7 @@ def _index(package_id: str, source: str = "bundled"):
 @pytest.fixture
 def rows(alice) -> dict[str, str]:
     """Real rows for every kind of path parameter, and their ids by parameter name."""
-    for package_id in ("narrator", "word-count", "dice", "notebook"):
+    for package_id in ("storyteller", "word-count", "dice", "notebook"):
         _index(package_id)
     # The community weather package asks for HTTP access: an approval request.
     approval_request_sync(package=_index("weather", source="community"))

@@ -22,14 +22,14 @@ from test_play_support import (  # noqa: E402
     play,
 )
 
-# The bundled function narrator gives every corpus session its narrative-engine@2.
-NARRATOR = "narrator"
+# The bundled function storyteller gives every corpus session its narrative-engine@2.
+NARRATOR = "storyteller"
 
 __all__ = ["CORPUS", "by_runtime", "corpus_index", "corpus_session", "play"]
 
 
 def corpus_index(*package_ids: str, source: str = "bundled") -> dict[str, Any]:
-    """Index corpus packages (and the bundled narrator) into the catalogue."""
+    """Index corpus packages (and the bundled storyteller) into the catalogue."""
     index_bundled(NARRATOR)
     return {pid: index_folder(CORPUS / pid, source=source) for pid in package_ids}
 

@@ -128,7 +128,7 @@ CASES = [
     # ---------------------------------------------------------------- tags, urls, origins
     Case(
         "tag-role",
-        set={"/tags": ["mode:x", "role:narrator"]},
+        set={"/tags": ["mode:x", "role:storyteller"]},
         expect=[(P, "/tags/1", "tag-role-forbidden")],
     ),
     Case(

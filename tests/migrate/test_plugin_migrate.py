@@ -121,11 +121,11 @@ def test_the_migrated_fields_mean_the_same(tmp_path):
 
 def test_contract_requirements_are_reported_never_rewritten(tmp_path):
     package = _copy("story-tracker", tmp_path)
-    plan = migrate_plan(package, provided={"narrative-engine@2": {"narrator"}})
+    plan = migrate_plan(package, provided={"narrative-engine@2": {"storyteller"}})
     reports = {(i.file, i.path): i.message for i in plan.contracts}
     assert all(i.code == CONTRACT_MISSING for i in plan.contracts)
     message = reports[("PLUGIN.md", "/requires/0")]
-    assert "narrative-engine@1" in message and "narrative-engine@2 (from narrator)" in message
+    assert "narrative-engine@1" in message and "narrative-engine@2 (from storyteller)" in message
     assert "world-ir-provider@1" in reports[("PLUGIN.md", "/requires/1")]
     assert ("runtimes/character-tracker/RUNTIME.md", "/schedule/needs/0/contract") in reports
     migrate_apply(plan)
@@ -226,7 +226,7 @@ def test_command_check_writes_nothing_and_prints_the_diff(tmp_path):
     assert "+++ b/runtimes/roll/RUNTIME.md" in text
     assert "-type: plugin" in text and "+kind: plugin" in text
     assert "would change (--check)" in text
-    assert "narrative-engine@1" in text  # the bundled narrator provides @2 only
+    assert "narrative-engine@1" in text  # the bundled storyteller provides @2 only
     assert _snapshot(package) == before
 
 

@@ -66,7 +66,7 @@ def test_a_refused_save_scrolls_to_the_field(
     page.fill("#panel-affinity-decay", "7")  # outside 0..1
     with page.expect_navigation():
         page.click("#panel-affinity button.save")
-    expect(page.locator(".settings-banner")).to_contain_text("Affinity: not saved.")
+    expect(page.locator(".settings-banner")).to_contain_text("Rapport: not saved.")
     field = page.locator("#panel-affinity-decay")
     expect(field).to_be_in_viewport()
     expect(field).to_be_focused()

@@ -21,8 +21,8 @@ def test_a_runtime_without_a_model_is_a_note_for_staff_not_a_failure(
     client, harbor_session, alice
 ) -> None:
     result = play(harbor_session, "I walk along the quay.")
-    affinity = next(r for r in result["runtimes"] if r["runtime"] == "affinity")
-    assert affinity["code"] == "no-model-configured"  # the engine still records why
+    rapport = next(r for r in result["runtimes"] if r["runtime"] == "rapport")
+    assert rapport["code"] == "no-model-configured"  # the engine still records why
     client.force_login(alice)
     html = client.get(f"/sessions/{harbor_session.pk}/").content.decode()
     runtimes = html[html.index('id="runtimes"') : html.index('id="notifications"')]
@@ -38,14 +38,14 @@ def test_plugin_data_values_are_indented_json_in_a_fold(client, harbor_session, 
 
     PluginData.objects.create(
         session=harbor_session,
-        plugin_id="affinity",
+        plugin_id="rapport",
         namespace="scores",
         key="current",
         value={"Wren": {"score": 4, "note": "kept a promise"}, "Oduya": {"score": -2}},
     )
     client.force_login(alice)
     html = client.get(f"/sessions/{harbor_session.pk}/").content.decode()
-    row = html[html.index('data-key="affinity/scores/current"') :]
+    row = html[html.index('data-key="rapport/scores/current"') :]
     row = row[: row.index("</tr>")]
     assert "<details>" in row and "<summary>" in row
     pre = re.search(r"<pre>(.*?)</pre>", row, re.S).group(1)

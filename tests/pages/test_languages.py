@@ -20,13 +20,13 @@ def test_accept_language_serves_chinese_interface_and_package_text(client, fresh
     html = client.get("/", HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9").content.decode()
     assert '<html lang="zh-hans">' in html
     assert "<h1>插件</h1>" in html and ">搜索</button>" in html
-    assert ">好感度</a>" in card_names(html)  # affinity's PLUGIN.zh-CN.md displayName
+    assert ">好感度</a>" in card_names(html)  # rapport's PLUGIN.zh-CN.md displayName
     english = client.get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
-    assert "<h1>Plugins</h1>" in english and ">Affinity</a>" in card_names(english)
+    assert "<h1>Plugins</h1>" in english and ">Rapport</a>" in card_names(english)
 
 
 def test_the_detail_page_speaks_the_language(client, fresh_install):
-    html = client.get("/packages/affinity/?lang=zh").content.decode()
+    html = client.get("/packages/rapport/?lang=zh").content.decode()
     assert "<h1>好感度</h1>" in html
     assert ">概览</a>" in html and "<dt>它做什么</dt>" in html
     assert "记住每个角色对玩家的感受" in html
@@ -34,18 +34,18 @@ def test_the_detail_page_speaks_the_language(client, fresh_install):
 
 
 def test_the_api_takes_lang_and_accept_language(client, fresh_install):
-    by_query = client.get("/api/packages", {"q": "affinity", "lang": "zh"}).json()
+    by_query = client.get("/api/packages", {"q": "rapport", "lang": "zh"}).json()
     assert by_query["items"][0]["displayName"] == "好感度"
-    by_header = client.get("/api/packages/affinity", HTTP_ACCEPT_LANGUAGE="zh-Hans").json()
+    by_header = client.get("/api/packages/rapport", HTTP_ACCEPT_LANGUAGE="zh-Hans").json()
     assert by_header["displayName"] == "好感度"
     # ?lang= wins over the header; an unknown language falls back to the manifest's own text.
     assert (
-        client.get("/api/packages/affinity", {"lang": "en"}, HTTP_ACCEPT_LANGUAGE="zh").json()[
+        client.get("/api/packages/rapport", {"lang": "en"}, HTTP_ACCEPT_LANGUAGE="zh").json()[
             "displayName"
         ]
-        == "Affinity"
+        == "Rapport"
     )
-    assert client.get("/api/packages/affinity", {"lang": "xx"}).json()["displayName"] == "Affinity"
+    assert client.get("/api/packages/rapport", {"lang": "xx"}).json()["displayName"] == "Rapport"
 
 
 def test_the_switch_persists_per_user(client, fresh_install, alice):

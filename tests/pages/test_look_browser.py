@@ -117,7 +117,7 @@ def test_screenshots_of_the_main_pages(viewport_page, live_server, harbor_sessio
         assert play(harbor_session, message)["status"] == "committed"
     pages = {
         "home": "/",
-        "detail": "/packages/affinity/",
+        "detail": "/packages/rapport/",
         "session": f"/sessions/{harbor_session.pk}/",
         "approvals": "/approvals/",
     }
@@ -145,10 +145,10 @@ def test_the_language_switch_in_the_header(
 ) -> None:
     page = viewport_page(width=390, height=844)
     sign_in(page, live_server, "alice", "alice-password")
-    page.goto(live_server.url + "/packages/affinity/")
+    page.goto(live_server.url + "/packages/rapport/")
     with page.expect_navigation():
         page.select_option("#language-select", "zh-hans")
-    assert page.url.endswith("/packages/affinity/")
+    assert page.url.endswith("/packages/rapport/")
     assert page.locator("article header h1").inner_text() == "好感度"
     assert page.locator("#tab-overview").inner_text() == "概览"
     assert overflow(page) == 0

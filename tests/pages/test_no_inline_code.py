@@ -65,7 +65,7 @@ def test_no_page_carries_inline_script_handlers_or_styles(
 ) -> None:
     session = harbor_session
     pages = {
-        None: ["/", "/packages/narrator/", "/packages/affinity/", "/accounts/login/", "/nowhere/"],
+        None: ["/", "/packages/storyteller/", "/packages/rapport/", "/accounts/login/", "/nowhere/"],
         alice: [
             "/worlds/",
             "/worlds/harbor-nights/",
@@ -76,7 +76,7 @@ def test_no_page_carries_inline_script_handlers_or_styles(
             "/sources/",
             "/sources/localfeed/",
         ],
-        bob: ["/approvals/", "/jobs/", "/packages/inventory/"],
+        bob: ["/approvals/", "/jobs/", "/packages/satchel/"],
     }
     checked = 0
     for user, urls in pages.items():

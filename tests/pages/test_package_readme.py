@@ -76,7 +76,7 @@ def test_markdown_never_lets_markup_or_schemes_through(tmp_path):
 
 
 def test_the_plain_words_box_speaks_to_players(client, fresh_install):
-    html = client.get("/packages/affinity/").content.decode()
+    html = client.get("/packages/rapport/").content.decode()
     box = overview(html)
     for heading in (
         "What it does",
@@ -124,7 +124,7 @@ def test_denied_packages_show_so_and_cannot_be_ticked(client, lantern_denied, al
     detail = client.get("/packages/lantern/").content.decode()
     assert "denied by staff" in detail and "Not yet: it was denied by staff." in detail
 
-    World.objects.filter(world_id="harbor-nights").update(plugins=["narrator", "lantern"])
+    World.objects.filter(world_id="harbor-nights").update(plugins=["storyteller", "lantern"])
     client.force_login(alice)
     form = client.get("/sessions/new/?world=harbor-nights").content.decode()
     pick = form[form.index('data-approval="denied"') :]

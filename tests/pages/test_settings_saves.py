@@ -45,8 +45,8 @@ def test_a_refused_save_shows_a_banner_linking_to_the_field(client, own_harbor, 
     answer = client.post(
         "/worlds/harbor/",
         {
-            "package": "affinity",
-            "file_hash": form_hash(page, "affinity"),
+            "package": "rapport",
+            "file_hash": form_hash(page, "rapport"),
             input_name("intensity"): "99",
         },
     )
@@ -66,14 +66,14 @@ def test_a_refused_save_shows_a_banner_linking_to_the_field(client, own_harbor, 
 def test_a_save_from_a_stale_page_is_a_conflict(client, own_harbor, alice):
     client.force_login(alice)
     page = client.get("/worlds/harbor/").content.decode()
-    loaded = form_hash(page, "affinity")
+    loaded = form_hash(page, "rapport")
     world_yaml = Path(own_harbor.source_dir) / "world.yaml"
     world_yaml.write_text(world_yaml.read_text().replace("intensity: 7", "intensity: 3"))
     before = world_yaml.read_bytes()
 
     answer = client.post(
         "/worlds/harbor/",
-        {"package": "affinity", "file_hash": loaded, input_name("intensity"): "9"},
+        {"package": "rapport", "file_hash": loaded, input_name("intensity"): "9"},
     )
     assert answer.status_code == 409
     html = answer.content.decode()
@@ -82,11 +82,11 @@ def test_a_save_from_a_stale_page_is_a_conflict(client, own_harbor, alice):
     assert world_yaml.read_bytes() == before  # the hand edit survives
 
     # Reloaded, the page carries the new hash and the save goes through.
-    fresh = form_hash(client.get("/worlds/harbor/").content.decode(), "affinity")
+    fresh = form_hash(client.get("/worlds/harbor/").content.decode(), "rapport")
     assert fresh != loaded
     saved = client.post(
         "/worlds/harbor/",
-        {"package": "affinity", "file_hash": fresh, input_name("intensity"): "9"},
+        {"package": "rapport", "file_hash": fresh, input_name("intensity"): "9"},
     )
     assert saved.status_code == 302
     assert "intensity: 9" in world_yaml.read_text()

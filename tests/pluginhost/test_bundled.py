@@ -53,7 +53,7 @@ def test_each_bundled_package_with_code_loads(name, host):
 
 def test_affinity_proposes_the_new_score(host):
     envelope = plugin_tool_call(
-        manifest=bundled("affinity"),
+        manifest=bundled("rapport"),
         tool="adjust-affinity",
         host=host,
         callbacks=InMemoryCallbacks(),
@@ -76,7 +76,7 @@ def test_affinity_refuses_a_zero_delta(host):
 
     with pytest.raises(ToolFailure) as caught:
         plugin_tool_call(
-            manifest=bundled("affinity"),
+            manifest=bundled("rapport"),
             tool="adjust-affinity",
             host=host,
             callbacks=InMemoryCallbacks(),
@@ -143,7 +143,7 @@ def test_dice_tool_action_and_handler_roll_in_range_and_reproducibly(host):
 
 def test_inventory_proposes_an_operation_based_write(host):
     envelope = plugin_tool_call(
-        manifest=bundled("inventory"),
+        manifest=bundled("satchel"),
         tool="adjust-gold",
         args={"amount": 5, "reason": "sold a fish"},
         host=host,
@@ -181,16 +181,16 @@ def test_notebook_saves_through_a_proposal_and_lists_through_its_action(host):
 def test_narrator_weather_and_word_count_handlers(host):
     callbacks = InMemoryCallbacks()
     narration = plugin_function_call(
-        manifest=bundled("narrator"),
-        runtime="narrator",
+        manifest=bundled("storyteller"),
+        runtime="storyteller",
         host=host,
         callbacks=callbacks,
         context={**CONTEXT, "playerMessage": "I open the door."},
     )
     assert narration.outcome == "success" and narration.result["value"]["narrativeOutput"]
     repeat = plugin_function_call(
-        manifest=bundled("narrator"),
-        runtime="narrator",
+        manifest=bundled("storyteller"),
+        runtime="storyteller",
         host=host,
         callbacks=callbacks,
         context={**CONTEXT, "playerMessage": "I open the door."},
@@ -273,20 +273,20 @@ def test_chronicle_function_runtimes(host):
 def test_inventory_write_service_stages_operations(host):
     from pluginhost.services import plugin_service_call
 
-    inventory = bundled("inventory")
+    satchel = bundled("satchel")
     callbacks = InMemoryCallbacks(
         data={
-            ("inventory", "items"): {
+            ("satchel", "items"): {
                 "brass-key": {"id": "brass-key", "name": "Brass Key", "quantity": 1}
             }
         }
     )
     result = plugin_service_call(
-        manifest=inventory,
+        manifest=satchel,
         contract="inventory.items@1",
         host=host,
         callbacks=callbacks,
-        caller="narrator",
+        caller="storyteller",
         input={
             "changes": [
                 {"op": "add", "name": "Brass Key", "quantity": 2},
@@ -299,12 +299,12 @@ def test_inventory_write_service_stages_operations(host):
         {"id": "brass-key", "name": "Brass Key", "quantity": 3},
         {"id": "rope", "name": "Rope", "quantity": 1},
     ]
-    assert result.output["skipped"] == [{"name": "Lamp", "reason": "not in the inventory"}]
+    assert result.output["skipped"] == [{"name": "Lamp", "reason": "not in the satchel"}]
     assert [(op["kind"], op["key"]) for op in result.operations] == [
         ("update", "brass-key"),
         ("set", "rope"),
     ]
-    assert callbacks.data[("inventory", "items")]["brass-key"]["quantity"] == 1  # staged, not saved
+    assert callbacks.data[("satchel", "items")]["brass-key"]["quantity"] == 1  # staged, not saved
 
 
 def test_weather_read_service_checks_its_input(host):

@@ -184,7 +184,7 @@ def test_affinity_offers_the_settings_keys_other_panels_preset(
     results: dict[str, LoadResult],
 ) -> None:
     # The worlds and settings panels preset these exact keys through pluginSettings.
-    manifest = results["affinity"].manifest
+    manifest = results["rapport"].manifest
     assert manifest is not None
     settings = {s["key"]: s for s in manifest.contributes["settings"]}
     expected = {
@@ -219,8 +219,8 @@ def test_other_fixed_settings_keys(results: dict[str, LoadResult]) -> None:
         return {s["key"]: s for s in manifest.contributes["settings"]}
 
     assert (
-        settings_of("narrator")["style"]["type"],
-        settings_of("narrator")["style"]["default"],
+        settings_of("storyteller")["style"]["type"],
+        settings_of("storyteller")["style"]["default"],
     ) == ("select", "terse")
     dice = settings_of("dice")
     assert (

@@ -131,24 +131,24 @@ def test_it_loads_with_registrations_matching_contributes(host: NodeHost, packag
     assert sorted(loaded.runtimes) == functions
 
 
-# ---------------------------------------------------------------- narrator
+# ---------------------------------------------------------------- storyteller
 
 
 def test_the_narrator_is_reproducible_for_a_seed(host: NodeHost) -> None:
     first = run(
-        host, "narrator", "narrator", playerMessage="I open the gate.", seed="turn-7", world=WORLD
+        host, "storyteller", "storyteller", playerMessage="I open the gate.", seed="turn-7", world=WORLD
     )
     again = run(
-        host, "narrator", "narrator", playerMessage="I open the gate.", seed="turn-7", world=WORLD
+        host, "storyteller", "storyteller", playerMessage="I open the gate.", seed="turn-7", world=WORLD
     )
     assert first.outcome == "success" and first.result == again.result
     text = first.result["value"]["narrativeOutput"]
     assert "You open the gate" in text and ("Mara" in text or "Captain Hale" in text)
     assert "Ash" not in text  # the player's own character never witnesses the deed
-    jsonschema.validate(first.result["value"], output_schema(manifest_of("narrator"), "narrator"))
+    jsonschema.validate(first.result["value"], output_schema(manifest_of("storyteller"), "storyteller"))
     others = {
         run(
-            host, "narrator", "narrator", playerMessage="I wait.", seed=f"s{i}", world=WORLD
+            host, "storyteller", "storyteller", playerMessage="I wait.", seed=f"s{i}", world=WORLD
         ).result["value"]["narrativeOutput"]
         for i in range(6)
     }
@@ -156,11 +156,11 @@ def test_the_narrator_is_reproducible_for_a_seed(host: NodeHost) -> None:
 
 
 def test_the_narrator_style_setting_changes_the_prose(host: NodeHost) -> None:
-    terse = run(host, "narrator", "narrator", playerMessage="I wave.", seed="x", world=WORLD)
+    terse = run(host, "storyteller", "storyteller", playerMessage="I wave.", seed="x", world=WORLD)
     lyrical = run(
         host,
-        "narrator",
-        "narrator",
+        "storyteller",
+        "storyteller",
         playerMessage="I wave.",
         seed="x",
         world=WORLD,
@@ -361,13 +361,13 @@ def test_the_archive_files_the_committed_summary(host: NodeHost) -> None:
     assert missing.outcome == "failed" and missing.operations == []
 
 
-# ---------------------------------------------------------------- inventory
+# ---------------------------------------------------------------- satchel
 
 
 def test_adjust_gold_proposes_an_increment_with_a_floor(host: NodeHost) -> None:
-    callbacks = InMemoryCallbacks(data={("inventory", "wallet"): {"gold": 10}})
+    callbacks = InMemoryCallbacks(data={("satchel", "wallet"): {"gold": 10}})
     envelope = tool(
-        host, "inventory", "adjust-gold", {"amount": -3, "reason": "ferry fare"}, callbacks
+        host, "satchel", "adjust-gold", {"amount": -3, "reason": "ferry fare"}, callbacks
     )
     assert envelope.content == {"balance": 7, "change": -3}
     [proposal] = envelope.pending_proposals
@@ -379,25 +379,25 @@ def test_adjust_gold_proposes_an_increment_with_a_floor(host: NodeHost) -> None:
 
 
 def test_adjust_gold_refuses_a_payment_the_purse_cannot_cover(host: NodeHost) -> None:
-    callbacks = InMemoryCallbacks(data={("inventory", "wallet"): {"gold": 2}})
+    callbacks = InMemoryCallbacks(data={("satchel", "wallet"): {"gold": 2}})
     with pytest.raises(ToolFailure) as caught:
-        tool(host, "inventory", "adjust-gold", {"amount": -5, "reason": "a sword"}, callbacks)
+        tool(host, "satchel", "adjust-gold", {"amount": -5, "reason": "a sword"}, callbacks)
     assert caught.value.tool_code == "insufficient-gold" and caught.value.hint
     with pytest.raises(ToolFailure) as zero:
-        tool(host, "inventory", "adjust-gold", {"amount": 0, "reason": "nothing"}, callbacks)
+        tool(host, "satchel", "adjust-gold", {"amount": 0, "reason": "nothing"}, callbacks)
     assert zero.value.code == "invalid_tool_arguments"
 
 
-# ---------------------------------------------------------------- affinity
+# ---------------------------------------------------------------- rapport
 
 
 def test_adjust_affinity_accumulates_and_clamps(host: NodeHost) -> None:
     callbacks = InMemoryCallbacks(
-        data={("affinity", "affinity"): {"mara": {"id": "mara", "name": "Mara", "score": 95}}}
+        data={("rapport", "rapport"): {"mara": {"id": "mara", "name": "Mara", "score": 95}}}
     )
     envelope = tool(
         host,
-        "affinity",
+        "rapport",
         "adjust-affinity",
         {
             "changes": [
@@ -410,15 +410,15 @@ def test_adjust_affinity_accumulates_and_clamps(host: NodeHost) -> None:
     values = {p["payload"]["key"]: p["payload"]["value"] for p in envelope.pending_proposals}
     assert values["mara"]["score"] == 100 and values["mara"]["tier"] == "devoted"
     assert values["hale"]["score"] == -4 and values["hale"]["tier"] == "neutral"
-    schema = json.loads((PLUGINS_DIR / "affinity/schemas/affinity.schema.json").read_text())
+    schema = json.loads((PLUGINS_DIR / "rapport/schemas/affinity.schema.json").read_text())
     for value in values.values():
         jsonschema.validate(value, schema)
 
 
 def test_adjust_affinity_follows_the_intensity_setting(host: NodeHost) -> None:
     change = {"changes": [{"id": "mara", "name": "Mara", "delta": 4, "reason": "You helped."}]}
-    doubled = tool(host, "affinity", "adjust-affinity", change, userSettings={"intensity": 10})
-    frozen = tool(host, "affinity", "adjust-affinity", change, userSettings={"intensity": 0})
+    doubled = tool(host, "rapport", "adjust-affinity", change, userSettings={"intensity": 10})
+    frozen = tool(host, "rapport", "adjust-affinity", change, userSettings={"intensity": 0})
     assert doubled.pending_proposals[0]["payload"]["value"]["score"] == 8
     assert frozen.pending_proposals[0]["payload"]["value"]["score"] == 0
 
@@ -428,9 +428,9 @@ def test_adjust_affinity_lets_idle_scores_decay(host: NodeHost) -> None:
     change = {"changes": [{"id": "mara", "name": "Mara", "delta": 2, "reason": "You waved."}]}
 
     def score(**context: Any) -> int:
-        callbacks = InMemoryCallbacks(data={("affinity", "affinity"): dict(stored)})
+        callbacks = InMemoryCallbacks(data={("rapport", "rapport"): dict(stored)})
         value = tool(
-            host, "affinity", "adjust-affinity", change, callbacks, **context
+            host, "rapport", "adjust-affinity", change, callbacks, **context
         ).pending_proposals[0]
         return value["payload"]["value"]["score"]
 
@@ -515,7 +515,7 @@ def test_the_weather_service_answers_agents_and_packages(host: NodeHost) -> None
             "package": "weather",
             "contract": "weather-report@1",
             "input": {"city": "Highcrest"},
-            "callerPluginId": "narrator",
+            "callerPluginId": "storyteller",
         },
     )
     assert answer["output"]["city"] == "Highcrest" and answer["output"]["temperatureC"] == -2
@@ -583,8 +583,8 @@ def happy_path_tool_calls() -> list[tuple[str, str, dict[str, Any]]]:
 def test_the_runtime_cases_call_package_tools() -> None:
     assert {package for package, _, _ in happy_path_tool_calls()} >= {
         "notebook",
-        "inventory",
-        "affinity",
+        "satchel",
+        "rapport",
     }
 
 

@@ -121,7 +121,7 @@ def tools_of(manifest: Manifest, runtime: RuntimeManifest) -> set[str]:
 
 
 def test_every_package_with_an_agent_runtime_is_listed() -> None:
-    assert {m.id for m in agent_packages()} >= {"notebook", "chronicle", "inventory", "affinity"}
+    assert {m.id for m in agent_packages()} >= {"notebook", "chronicle", "satchel", "rapport"}
 
 
 @pytest.mark.parametrize("manifest", agent_packages(), ids=lambda m: m.id)
@@ -162,8 +162,8 @@ def test_its_runtime_cases_script_each_agent_runtime(manifest: Manifest) -> None
 
 
 def test_the_tool_list_helper_sees_dataset_and_service_tools() -> None:
-    inventory = next(m for m in MANIFESTS if m.id == "inventory")
-    names = tools_of(inventory, inventory.runtimes[0])
+    satchel = next(m for m in MANIFESTS if m.id == "satchel")
+    names = tools_of(satchel, satchel.runtimes[0])
     assert {
         "items-get",
         "items-list",

@@ -1,5 +1,5 @@
 """Agent runtimes in a real turn: the notebook's model (a local stand-in over HTTP) reads the
-narrator's paragraph from its inputs and saves a note through the package's own tool."""
+storyteller's paragraph from its inputs and saves a note through the package's own tool."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_a_story_agent_streams_the_story_and_sees_the_earlier_turns(db, alice):
 
     from eventlog.models import SessionEvent
 
-    index_bundled("narrator", "story-agent")
+    index_bundled("storyteller", "story-agent")
     world = make_world(owner=alice, plugins=["story-agent"])
     replies = [
         {"content": "You step into the rain. The harbour lights blur.", "chunkDelayMs": 5},
@@ -100,9 +100,9 @@ def test_a_story_agent_streams_the_story_and_sees_the_earlier_turns(db, alice):
     with StandInModel(replies) as model:
         ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
         session = session_create(owner=alice, world=world)
-        # The story agent provides narrative-engine@2, so the default narrator steps aside.
+        # The story agent provides narrative-engine@2, so the default storyteller steps aside.
         assert session.resolved_plugins == ["story-agent"]
-        assert session.outcomes["narrator"][-1]["code"] == "default-replaced"
+        assert session.outcomes["storyteller"][-1]["code"] == "default-replaced"
         first = play(session, "I step outside.")
         second = play(session, "I knock on the door.")
         later_prompt = json.dumps(model.requests[-1]["messages"])
@@ -116,20 +116,20 @@ def test_a_story_agent_streams_the_story_and_sees_the_earlier_turns(db, alice):
 
 
 def test_the_story_agent_narrates_only_once_a_story_slot_is_configured(db, alice):
-    support.index_bundled("narrator", "story-agent")
+    support.index_bundled("storyteller", "story-agent")
     world = support.make_world(owner=alice, plugins=[])
     without = session_create(owner=alice, world=world)
-    assert "narrator" in without.resolved_plugins and "story-agent" not in without.resolved_plugins
+    assert "storyteller" in without.resolved_plugins and "story-agent" not in without.resolved_plugins
 
     ModelSlot.objects.create(name="story", base_url="http://127.0.0.1:9/v1", model="m")
     with_slot = session_create(owner=alice, world=world)
     assert "story-agent" in with_slot.resolved_plugins
-    assert "narrator" not in with_slot.resolved_plugins
-    assert with_slot.outcomes["narrator"][-1]["code"] == "default-replaced"
+    assert "storyteller" not in with_slot.resolved_plugins
+    assert with_slot.outcomes["storyteller"][-1]["code"] == "default-replaced"
 
     declined = session_create(owner=alice, world=world, excluded=["story-agent"])
     assert (
-        "narrator" in declined.resolved_plugins and "story-agent" not in declined.resolved_plugins
+        "storyteller" in declined.resolved_plugins and "story-agent" not in declined.resolved_plugins
     )
 
 

@@ -107,9 +107,9 @@ def test_create_a_session_over_the_api_with_outcomes(bundled_world, alice):
     )
     assert answer.status_code == 201, answer.content
     body = answer.json()
-    assert body["resolved_plugins"] == ["dice", "narrator"]
+    assert body["resolved_plugins"] == ["dice", "storyteller"]
     assert body["outcomes"]["nowhere"][-1]["code"] == "unknown-plugin"
-    assert body["outcomes"]["narrator"][-1]["code"] == "core"
+    assert body["outcomes"]["storyteller"][-1]["code"] == "core"
     assert post(client_for(alice), "/api/sessions", {"world": "atlantis"}).status_code == 404
 
 
@@ -179,7 +179,7 @@ def test_a_manual_run_checks_its_payload_then_stores_the_roll(session, alice):
 
 @pytest.mark.django_db(transaction=True)
 def test_an_action_streams_its_events_when_asked(file_database, alice):
-    index_bundled("narrator", "word-count")
+    index_bundled("storyteller", "word-count")
     world = make_world(owner=alice, plugins=["word-count"])
     session = session_create(owner=alice, world=world)
     answer = client_for(alice).post(

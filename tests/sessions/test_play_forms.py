@@ -422,7 +422,7 @@ def test_create_form_takes_a_notice_and_a_declared_validation(db, alice, tmp_pat
 
 
 def test_the_bundled_scene_setter_offers_its_form_on_the_first_turn(db, alice):
-    index_bundled("narrator", "scene-setter")
+    index_bundled("storyteller", "scene-setter")
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=["scene-setter"]))
     result = play(session, "I look around.")
     assert by_runtime(result)["scene-setter"]["status"] == "succeeded"
@@ -445,7 +445,7 @@ def test_the_bundled_scene_setter_offers_its_form_on_the_first_turn(db, alice):
 def test_answering_the_scene_form_sets_the_scene(db, alice):
     """The answer goes back to the setup runtime that asked: its own code stores the scene, and
     the story does not read the hub's summary of the answer back as the player's deed."""
-    index_bundled("narrator", "scene-setter")
+    index_bundled("storyteller", "scene-setter")
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=["scene-setter"]))
     first = play(session, "I look around.")
     [row] = Interaction.objects.filter(session=session)

@@ -15,7 +15,7 @@ def login(user) -> Client:
 
 
 def test_the_resolvers_outcomes_show_on_the_session_page(db, alice, tmp_path):
-    index_bundled("narrator", "notebook", "dice")
+    index_bundled("storyteller", "notebook", "dice")
     # Community code nobody approved, and a package for a newer host.
     index_folder(
         write_plugin(
@@ -36,15 +36,15 @@ def test_the_resolvers_outcomes_show_on_the_session_page(db, alice, tmp_path):
     assert answer.status_code == 302
     session = Session.objects.get(owner=alice)
     assert session.world == world
-    # narrator was unticked: core packages are left out only when the player says so.
-    assert session.excluded_plugins == ["narrator"]
+    # storyteller was unticked: core packages are left out only when the player says so.
+    assert session.excluded_plugins == ["storyteller"]
     codes = {p: o[-1]["code"] for p, o in session.outcomes.items()}
     assert codes == {
         "notebook": "missing-provider",
         "stranger": "approval-required",
         "future": "host-range",
         "ghost": "unknown-plugin",
-        "narrator": "excluded",
+        "storyteller": "excluded",
     }
     page = client.get(answer["Location"]).content.decode()
     for code in codes.values():
@@ -54,15 +54,15 @@ def test_the_resolvers_outcomes_show_on_the_session_page(db, alice, tmp_path):
 
 
 def test_a_new_session_form_ticks_the_worlds_and_the_core_plugins(db, alice):
-    index_bundled("narrator", "dice", "word-count")
+    index_bundled("storyteller", "dice", "word-count")
     make_world(owner=alice, plugins=["dice"])
     page = login(alice).get("/sessions/new/?world=harbor").content.decode()
-    assert 'value="narrator" checked' in page and 'value="dice" checked' in page
+    assert 'value="storyteller" checked' in page and 'value="dice" checked' in page
     assert 'value="word-count">' in page  # offered, not ticked
 
 
 def test_the_list_shows_only_my_sessions_and_strangers_are_sent_to_log_in(db, alice, charlie):
-    index_bundled("narrator")
+    index_bundled("storyteller")
     world = make_world(owner=alice, plugins=[])
     mine = Session.objects.create(world=world, owner=alice, title="Mine")
     Session.objects.create(world=world, owner=charlie, title="Charlie's secret")
@@ -75,7 +75,7 @@ def test_the_list_shows_only_my_sessions_and_strangers_are_sent_to_log_in(db, al
 def test_plugin_text_is_escaped_on_the_play_page(db, alice):
     from sessions.models import PluginData, Turn
 
-    index_bundled("narrator")
+    index_bundled("storyteller")
     world = make_world(owner=alice, plugins=[])
     session = Session.objects.create(world=world, owner=alice)
     Turn.objects.create(
@@ -86,7 +86,7 @@ def test_plugin_text_is_escaped_on_the_play_page(db, alice):
         narrative_text="<script>alert(1)</script>",
     )
     PluginData.objects.create(
-        session=session, plugin_id="narrator", namespace="n", key="<i>k</i>", value={"x": "<img>"}
+        session=session, plugin_id="storyteller", namespace="n", key="<i>k</i>", value={"x": "<img>"}
     )
     page = login(alice).get(f"/sessions/{session.pk}/").content.decode()
     assert (
@@ -133,7 +133,7 @@ def test_the_play_page_loads_the_sessions_jobs_panel(db, alice, charlie):
 
     from jobs.models import RuntimeJob
 
-    index_bundled("narrator")
+    index_bundled("storyteller")
     session = Session.objects.create(world=make_world(owner=alice, plugins=[]), owner=alice)
     RuntimeJob.objects.create(
         session=session,

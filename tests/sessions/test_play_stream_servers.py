@@ -36,7 +36,7 @@ def local_notify(settings, tmp_path):
 
 @pytest.fixture
 def harbor_session(file_database, alice):  # noqa: F811
-    index_bundled("narrator", "word-count")
+    index_bundled("storyteller", "word-count")
     world = make_world(owner=alice, plugins=["word-count"])
     return session_create(owner=alice, world=world)
 

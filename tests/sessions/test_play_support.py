@@ -107,12 +107,12 @@ def by_runtime(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture
 def bundled_world(db, alice):
-    """Alice's world with the bundled narrator, word-count, dice and notebook."""
-    index_bundled("narrator", "word-count", "dice", "notebook")
+    """Alice's world with the bundled storyteller, word-count, dice and notebook."""
+    index_bundled("storyteller", "word-count", "dice", "notebook")
     return make_world(
         owner=alice,
         plugins=["word-count", "dice", "notebook"],
-        settings={"narrator": {"style": "terse"}},
+        settings={"storyteller": {"style": "terse"}},
     )
 
 

@@ -1,4 +1,4 @@
-"""A real turn on the bundled packages: the narrator, word counts, the notebook without a model."""
+"""A real turn on the bundled packages: the storyteller, word counts, the notebook without a model."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ bundled_world = support.bundled_world  # a shared fixture
 
 def test_a_new_player_plays_two_turns_without_any_model(bundled_world, alice):
     session = session_create(owner=alice, world=bundled_world)
-    assert "narrator" in session.resolved_plugins  # core, pre-selected
+    assert "storyteller" in session.resolved_plugins  # core, pre-selected
     assert session.phase == Session.Phase.SETUP
 
     first = play(session, "I open the gate.")
     runtimes = by_runtime(first)
-    assert runtimes["narrator"]["status"] == "succeeded"
+    assert runtimes["storyteller"]["status"] == "succeeded"
     assert first["narrativeText"].startswith("You open the gate")
     assert runtimes["word-count"]["status"] == "succeeded"
     assert runtimes["word-count"]["output"]["playerWords"] == 4

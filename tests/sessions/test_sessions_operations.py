@@ -261,27 +261,27 @@ def test_the_size_counts_utf8_bytes():
 
 
 @pytest.fixture
-def inventory(bundled) -> dict[str, Dataset]:
-    return datasets_of(bundled["inventory"])
+def satchel(bundled) -> dict[str, Dataset]:
+    return datasets_of(bundled["satchel"])
 
 
-def test_dataset_declarations_are_read_from_the_package(inventory):
-    assert set(inventory) == {"items", "wallet"}
-    assert inventory["items"].key == "id"
-    assert inventory["wallet"].ops == frozenset({"inc", "set"})
-    assert inventory["items"].schema["title"] == "Inventory item"
+def test_dataset_declarations_are_read_from_the_package(satchel):
+    assert set(satchel) == {"items", "wallet"}
+    assert satchel["items"].key == "id"
+    assert satchel["wallet"].ops == frozenset({"inc", "set"})
+    assert satchel["items"].schema["title"] == "Inventory item"
 
 
-def test_dataset_writes_are_validated_against_the_schema(inventory):
+def test_dataset_writes_are_validated_against_the_schema(satchel):
     good = {"id": "rope", "name": "Rope", "quantity": 1}
     assert (
         write_value(
             MISSING,
             [{"op": "set", "value": good}],
-            plugin="inventory",
+            plugin="satchel",
             namespace="items",
             key="rope",
-            dataset=inventory["items"],
+            dataset=satchel["items"],
         )
         == good
     )
@@ -289,24 +289,24 @@ def test_dataset_writes_are_validated_against_the_schema(inventory):
         write_value(
             good,
             [{"op": "set", "path": "/quantity", "value": -2}],
-            plugin="inventory",
+            plugin="satchel",
             namespace="items",
             key="rope",
-            dataset=inventory["items"],
+            dataset=satchel["items"],
         )
     assert caught.value.code == "schema-mismatch" and caught.value.path == "/quantity"
-    assert "inventory/items/rope" in str(caught.value)
+    assert "satchel/items/rope" in str(caught.value)
 
 
-def test_dataset_ops_are_limited_to_the_declared_kinds(inventory):
+def test_dataset_ops_are_limited_to_the_declared_kinds(satchel):
     with pytest.raises(WriteRefused) as caught:
         write_value(
             5,
             [{"op": "append", "value": 1}],
-            plugin="inventory",
+            plugin="satchel",
             namespace="wallet",
             key="gold",
-            dataset=inventory["wallet"],
+            dataset=satchel["wallet"],
         )
     assert caught.value.code == "op-not-allowed"
     assert "allows inc, set" in str(caught.value)
@@ -314,37 +314,37 @@ def test_dataset_ops_are_limited_to_the_declared_kinds(inventory):
         write_value(
             5,
             [{"op": "inc", "by": -5, "min": 0}],
-            plugin="inventory",
+            plugin="satchel",
             namespace="wallet",
             key="gold",
-            dataset=inventory["wallet"],
+            dataset=satchel["wallet"],
         )
         == 0
     )
 
 
-def test_a_keyed_dataset_record_must_carry_its_key(inventory):
+def test_a_keyed_dataset_record_must_carry_its_key(satchel):
     with pytest.raises(WriteRefused) as caught:
         write_value(
             MISSING,
             [{"op": "set", "value": {"id": "rope", "name": "Rope", "quantity": 1}}],
-            plugin="inventory",
+            plugin="satchel",
             namespace="items",
             key="torch",
-            dataset=inventory["items"],
+            dataset=satchel["items"],
         )
     assert caught.value.code == "key-mismatch"
 
 
-def test_deleting_a_dataset_record_needs_no_schema_match(inventory):
+def test_deleting_a_dataset_record_needs_no_schema_match(satchel):
     assert (
         write_value(
             {"id": "rope"},
             [{"op": "delete"}],
-            plugin="inventory",
+            plugin="satchel",
             namespace="items",
             key="rope",
-            dataset=inventory["items"],
+            dataset=satchel["items"],
         )
         is MISSING
     )
@@ -370,19 +370,19 @@ def test_an_unreadable_dataset_schema_refuses_writes(pkg):
         )
 
 
-def test_write_value_wraps_op_failures_with_the_key(inventory):
+def test_write_value_wraps_op_failures_with_the_key(satchel):
     with pytest.raises(WriteRefused) as caught:
         write_value(
             2,
             [{"op": "inc", "by": -3, "min": 0}],
-            plugin="inventory",
+            plugin="satchel",
             namespace="wallet",
             key="gold",
-            dataset=inventory["wallet"],
+            dataset=satchel["wallet"],
         )
     assert caught.value.code == "out-of-range"
     assert str(caught.value).startswith(
-        "inventory/wallet/gold: op 0: inc by -3 gives -1, below min 0"
+        "satchel/wallet/gold: op 0: inc by -3 gives -1, below min 0"
     )
 
 

@@ -221,26 +221,26 @@ def test_staging_checks_the_size_limit_at_once():
 
 
 def test_dataset_rules_apply_when_staging_and_at_commit(bundled):
-    store = Store({("inventory", "items", "rope"): {"id": "rope", "name": "Rope", "quantity": 2}})
-    turn = overlay_for(store, {"inventory": datasets_of(bundled["inventory"])})
+    store = Store({("satchel", "items", "rope"): {"id": "rope", "name": "Rope", "quantity": 2}})
+    turn = overlay_for(store, {"satchel": datasets_of(bundled["satchel"])})
     with pytest.raises(WriteRefused) as caught:
         turn.stage(
-            runtime="inventory",
-            plugin="inventory",
+            runtime="satchel",
+            plugin="satchel",
             namespace="items",
             key="rope",
             ops=[{"op": "append", "path": "/tags", "value": "x"}],
         )
     assert caught.value.code == "op-not-allowed"
     turn.stage(
-        runtime="inventory",
-        plugin="inventory",
+        runtime="satchel",
+        plugin="satchel",
         namespace="items",
         key="rope",
         ops=[{"op": "inc", "path": "/quantity", "by": -2}],
     )
-    turn.complete("inventory", succeeded=True)
-    store.rows[("inventory", "items", "rope")] = {"id": "rope", "name": "Rope", "quantity": 1}
+    turn.complete("satchel", succeeded=True)
+    store.rows[("satchel", "items", "rope")] = {"id": "rope", "name": "Rope", "quantity": 1}
     result = turn.commit(load_latest=store.load)
     # quantity would be -1: the schema's minimum 0 refuses it at commit.
     assert [r.code for r in result.refusals] == ["schema-mismatch"]

@@ -41,7 +41,7 @@ def test_stages_come_in_order_and_setup_only_in_the_setup_phase(bundled):
         "audit",
     ]
     assert levels(plan, "setup") == [["scene-setter"]]
-    assert levels(plan, "narrative") == [["narrator"]]
+    assert levels(plan, "narrative") == [["storyteller"]]
 
     versions = {m.id: m.version for m in manifests}
     playing = plan_turn(manifests=manifests, phase="playing", turn=1, recorded_versions=versions)
@@ -50,12 +50,12 @@ def test_stages_come_in_order_and_setup_only_in_the_setup_phase(bundled):
 
 
 def test_setup_re_runs_when_the_package_version_changed(bundled):
-    manifests = [bundled["scene-setter"], bundled["narrator"]]
+    manifests = [bundled["scene-setter"], bundled["storyteller"]]
     plan = plan_turn(
         manifests=manifests,
         phase="playing",
         turn=5,
-        recorded_versions={"scene-setter": "0.8.0", "narrator": "1.0.0"},
+        recorded_versions={"scene-setter": "0.8.0", "storyteller": "1.0.0"},
     )
     assert levels(plan, "setup") == [["scene-setter"]]
     planned = plan.by_id["scene-setter"]
@@ -63,7 +63,7 @@ def test_setup_re_runs_when_the_package_version_changed(bundled):
 
 
 def test_a_setup_runtime_that_ran_runs_again_on_the_turn_answering_its_form(bundled):
-    manifests = [bundled["scene-setter"], bundled["narrator"]]
+    manifests = [bundled["scene-setter"], bundled["storyteller"]]
     versions = {m.id: m.version for m in manifests}
     plan = plan_turn(
         manifests=manifests,
@@ -82,7 +82,7 @@ def test_a_setup_runtime_that_ran_runs_again_on_the_turn_answering_its_form(bund
         phase="playing",
         turn=2,
         recorded_versions=versions,
-        answering="narrator",
+        answering="storyteller",
     )
     assert [d.code for d in other.dormant if d.runtime == "scene-setter"] == ["setup-done"]
 
@@ -183,16 +183,16 @@ def test_needs_gate_names_the_upstream_that_did_not_succeed(pkg):
 
 
 def test_required_inputs_from_earlier_stages_gate_across_the_barrier(bundled):
-    plan = plan_turn(manifests=[bundled["narrator"], bundled["notebook"]], phase="playing", turn=1)
+    plan = plan_turn(manifests=[bundled["storyteller"], bundled["notebook"]], phase="playing", turn=1)
     assert plan.by_id["notebook"].upstream == ()  # the stage barrier orders them
-    skip = plan.gate("notebook", {"narrator": "failed"})
-    assert skip is not None and "requires input narrative from narrator" in skip.reason
-    assert plan.gate("notebook", {"narrator": "succeeded"}) is None
+    skip = plan.gate("notebook", {"storyteller": "failed"})
+    assert skip is not None and "requires input narrative from storyteller" in skip.reason
+    assert plan.gate("notebook", {"storyteller": "succeeded"}) is None
 
 
 def test_detached_runtimes_are_marked_and_inline_dependents_skipped(bundled, pkg):
     chronicle = bundled["chronicle"]
-    plan = plan_turn(manifests=[bundled["narrator"], chronicle], phase="playing", turn=1)
+    plan = plan_turn(manifests=[bundled["storyteller"], chronicle], phase="playing", turn=1)
     assert [p.runtime for p in plan.jobs()] == ["chronicle/summarize", "chronicle/archive"]
     assert plan.by_id["chronicle/summarize"].detached["settle"] is True  # type: ignore[index]
     assert "chronicle/index" in [p.runtime for p in plan.inline()]
@@ -344,7 +344,7 @@ def test_session_scoped_needs_accept_the_setup_snapshot(pkg):
 
 def test_a_simulated_turn_runs_the_plan_level_by_level(bundled):
     """The loop the Sessions service will run: gate, run, complete, then record the triggers."""
-    manifests = [bundled[p] for p in ("narrator", "notebook", "word-count", "chronicle")]
+    manifests = [bundled[p] for p in ("storyteller", "notebook", "word-count", "chronicle")]
     ledger: dict[str, Any] = {}
     plan = plan_turn(
         manifests=manifests,
@@ -363,16 +363,16 @@ def test_a_simulated_turn_runs_the_plan_level_by_level(bundled):
                 if plan.gate(planned.runtime, statuses):
                     statuses[planned.runtime] = "skipped"
                     continue
-                # The narrator fails this turn: the notebook, which requires its output, is skipped.
+                # The storyteller fails this turn: the notebook, which requires its output, is skipped.
                 statuses[planned.runtime] = (
-                    "failed" if planned.runtime == "narrator" else "succeeded"
+                    "failed" if planned.runtime == "storyteller" else "succeeded"
                 )
                 ran.append(planned.runtime)
                 ledger = record_trigger(ledger, planned.runtime, 1)
-    assert ran == ["narrator", "word-count", "chronicle/index"]  # ties keep the resolution order
+    assert ran == ["storyteller", "word-count", "chronicle/index"]  # ties keep the resolution order
     assert statuses["notebook"] == "skipped"
     assert [p.runtime for p in plan.jobs()] == ["chronicle/summarize", "chronicle/archive"]
-    assert sorted(ledger["runtimes"]) == ["chronicle/index", "narrator", "word-count"]
+    assert sorted(ledger["runtimes"]) == ["chronicle/index", "storyteller", "word-count"]
 
 
 def _bare(pid: str, refs: list[tuple[str, int]]) -> Manifest:

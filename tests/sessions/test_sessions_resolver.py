@@ -26,13 +26,13 @@ def code(resolution: Resolution, package: str) -> str | None:
 
 
 def test_it_adds_core_packages_and_fills_requires_with_the_default(pkg):
-    narrator = pkg("narrator", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
     notes = pkg("notes", requires=["story@1"])
-    result = run([narrator, notes], ["notes"])
-    assert result.active == ("narrator", "notes")
-    assert code(result, "narrator") == "core"
+    result = run([storyteller, notes], ["notes"])
+    assert result.active == ("storyteller", "notes")
+    assert code(result, "storyteller") == "core"
     assert code(result, "notes") == "requested"
-    assert result.providers["story@1"] == ("narrator",)
+    assert result.providers["story@1"] == ("storyteller",)
 
 
 def test_it_fills_a_requirement_with_the_single_non_default_provider(pkg):
@@ -55,13 +55,13 @@ def test_unknown_plugin(pkg):
 
 
 def test_excluded_core_package_stays_out_even_as_a_provider(pkg):
-    narrator = pkg("narrator", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
     notes = pkg("notes", requires=["story@1"])
-    result = run([narrator, notes], ["notes"], excluded={"narrator"})
+    result = run([storyteller, notes], ["notes"], excluded={"storyteller"})
     assert result.active == ()
-    assert code(result, "narrator") == "excluded"
+    assert code(result, "storyteller") == "excluded"
     assert code(result, "notes") == "missing-provider"
-    assert "narrator: excluded" in result.verdict("notes").message  # type: ignore[union-attr]
+    assert "storyteller: excluded" in result.verdict("notes").message  # type: ignore[union-attr]
 
 
 def test_approval_required(pkg):
@@ -127,25 +127,25 @@ def test_two_non_default_providers_fall_back_to_the_default(pkg):
 
 
 def test_a_default_provider_steps_aside_for_a_requested_provider(pkg):
-    narrator = pkg("narrator", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
     bard = pkg("bard", provides=["story@1"])
     notes = pkg("notes", requires=["story@1"])
-    # The session form pre-selects core packages, so the narrator is requested too.
-    result = run([narrator, bard, notes], ["narrator", "notes", "bard"])
+    # The session form pre-selects core packages, so the storyteller is requested too.
+    result = run([storyteller, bard, notes], ["storyteller", "notes", "bard"])
     assert result.active == ("bard", "notes")
-    verdict = result.verdict("narrator")
+    verdict = result.verdict("storyteller")
     assert verdict is not None and verdict.code == "default-replaced" and verdict.other == "bard"
-    assert [o.code for o in result.outcomes["narrator"]] == ["default-replaced"]
+    assert [o.code for o in result.outcomes["storyteller"]] == ["default-replaced"]
 
 
 def test_a_default_comes_back_when_its_replacement_is_dropped(pkg):
-    narrator = pkg("narrator", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
     bard = pkg("bard", provides=["story@1"], requires=["lute@1"])
     notes = pkg("notes", requires=["story@1"])
-    result = run([narrator, bard, notes], ["notes", "bard"])
-    assert result.active == ("narrator", "notes")
+    result = run([storyteller, bard, notes], ["notes", "bard"])
+    assert result.active == ("storyteller", "notes")
     assert code(result, "bard") == "missing-provider"
-    assert code(result, "narrator") == "core"
+    assert code(result, "storyteller") == "core"
 
 
 def test_explicit_requests_win_conflicts_over_dependencies(pkg):
@@ -177,9 +177,9 @@ def test_a_conflict_is_about_other_providers_only(pkg):
 
 
 def test_every_outcome_has_a_sentence(pkg):
-    narrator = pkg("narrator", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
     bard = pkg("bard", provides=["story@1"])
-    result = run([narrator, bard], ["bard", "ghost"])
+    result = run([storyteller, bard], ["bard", "ghost"])
     for history in result.outcomes.values():
         for outcome in history:
             assert outcome.message.endswith(outcome.message.rstrip()) and len(outcome.message) > 10
@@ -188,7 +188,7 @@ def test_every_outcome_has_a_sentence(pkg):
 
 def test_the_result_does_not_depend_on_the_order_of_installed_packages(pkg):
     packages = [
-        pkg("narrator", kind="core", provides=[{"contract": "story@1", "default": True}]),
+        pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}]),
         pkg("bard", provides=["story@1"]),
         pkg("notes", requires=["story@1"]),
         pkg("cheer", provides=["mood@1"], conflicts=["tone@1"]),
@@ -206,31 +206,31 @@ def test_the_result_does_not_depend_on_the_order_of_installed_packages(pkg):
 
 def test_bundled_packages_resolve(bundled):
     result = resolve(
-        requested=["notebook", "affinity", "inventory", "chronicle"],
+        requested=["notebook", "rapport", "satchel", "chronicle"],
         installed=bundled,
         usable=anyone,
         host_version=HOST,
     )
-    # The narrator is core and the default narrative-engine@2 that notebook requires.
-    assert "narrator" in result.active
-    assert result.providers["narrative-engine@2"] == ("narrator",)
-    assert set(result.active) == {"narrator", "notebook", "affinity", "inventory", "chronicle"}
+    # The storyteller is core and the default narrative-engine@2 that notebook requires.
+    assert "storyteller" in result.active
+    assert result.providers["narrative-engine@2"] == ("storyteller",)
+    assert set(result.active) == {"storyteller", "notebook", "rapport", "satchel", "chronicle"}
 
 
 def test_a_missing_contract_names_the_installed_provider_of_another_major(pkg):
     # A real Covel package requires narrative-engine@1; the hub bundles narrative-engine@2.
-    narrator = pkg("narrator", provides=[{"contract": "narrative-engine@2", "default": True}])
+    storyteller = pkg("storyteller", provides=[{"contract": "narrative-engine@2", "default": True}])
     tracker = pkg("tracker", requires=["narrative-engine@1"])
-    result = run([narrator, tracker], ["tracker"])
+    result = run([storyteller, tracker], ["tracker"])
     assert code(result, "tracker") == "missing-provider"
     message = result.verdict("tracker").message  # type: ignore[union-attr]
     assert "requires narrative-engine@1" in message
-    assert "another major is installed: narrative-engine@2 from narrator" in message
+    assert "another major is installed: narrative-engine@2 from storyteller" in message
 
 
 def test_a_missing_contract_with_no_other_major_says_only_what_is_missing(pkg):
-    narrator = pkg("narrator", provides=["narrative-engine@2"])
+    storyteller = pkg("storyteller", provides=["narrative-engine@2"])
     mapper = pkg("mapper", requires=["world-ir-provider@1"])
-    result = run([narrator, mapper], ["mapper"])
+    result = run([storyteller, mapper], ["mapper"])
     message = result.verdict("mapper").message  # type: ignore[union-attr]
     assert "world-ir-provider@1" in message and "another major" not in message

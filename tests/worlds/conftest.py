@@ -26,9 +26,9 @@ from catalogue.models import Package
 @pytest.fixture
 def packages(db) -> dict[str, Package]:
     return {
-        "affinity": make_package("affinity", AFFINITY_SETTINGS),
+        "rapport": make_package("rapport", AFFINITY_SETTINGS),
         "dice": make_package("dice", DICE_SETTINGS),
-        "narrator": make_package("narrator", NARRATOR_SETTINGS),
+        "storyteller": make_package("storyteller", NARRATOR_SETTINGS),
         "weather": make_package("weather", WEATHER_SETTINGS),
     }
 

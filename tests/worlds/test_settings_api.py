@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-PUT_WORLD = "/api/worlds/harbor/plugin-settings/affinity"
+PUT_WORLD = "/api/worlds/harbor/plugin-settings/rapport"
 
 
 def put(client: Client, url: str, body: object):
@@ -27,11 +27,11 @@ def by_key(payload: dict) -> dict[str, dict]:
 
 
 def test_get_returns_every_field_with_value_and_origin(client: Client, harbor) -> None:
-    response = client.get("/api/packages/affinity/settings", {"world": "harbor"})
+    response = client.get("/api/packages/rapport/settings", {"world": "harbor"})
     assert response.status_code == 200
     body = response.json()
     assert (body["package"], body["world"], body["level"], body["can_edit"]) == (
-        "affinity",
+        "rapport",
         "harbor",
         "world",
         False,
@@ -70,8 +70,8 @@ def test_get_without_world_gives_the_defaults(client: Client, packages) -> None:
 
 def test_get_with_a_session_shows_the_players_values(harbor, alice_session, alice) -> None:
     client = as_user(alice)
-    put(client, f"/api/sessions/{alice_session.pk}/plugin-settings/affinity", {"intensity": 2})
-    body = client.get("/api/packages/affinity/settings", {"session": str(alice_session.pk)}).json()
+    put(client, f"/api/sessions/{alice_session.pk}/plugin-settings/rapport", {"intensity": 2})
+    body = client.get("/api/packages/rapport/settings", {"session": str(alice_session.pk)}).json()
     fields = by_key(body)
     assert body["world"] == "harbor" and body["level"] == "session" and body["can_edit"]
     assert (fields["intensity"]["value"], fields["intensity"]["origin"]) == (2, "session")
@@ -110,7 +110,7 @@ def test_put_world_presets_saves_and_returns_the_panel(harbor, alice) -> None:
     fields = by_key(response.json())
     assert (fields["intensity"]["value"], fields["intensity"]["origin"]) == (3, "world")
     harbor.refresh_from_db()
-    assert harbor.plugin_settings["affinity"] == {"tone": "gentle", "intensity": 3}
+    assert harbor.plugin_settings["rapport"] == {"tone": "gentle", "intensity": 3}
     assert "intensity: 3" in (Path(harbor.source_dir) / "world.yaml").read_text()
 
 
@@ -151,7 +151,7 @@ def test_put_lists_every_bad_field_and_saves_nothing(harbor, alice) -> None:
     decay = next(i for i in issues if i["path"] == "/body/decay")
     assert "step grid of 0.05" in decay["message"]
     harbor.refresh_from_db()
-    assert harbor.plugin_settings["affinity"] == {"tone": "harsh", "intensity": 7}
+    assert harbor.plugin_settings["rapport"] == {"tone": "harsh", "intensity": 7}
 
 
 def test_put_rejects_a_body_that_is_not_an_object(harbor, alice) -> None:
@@ -184,7 +184,7 @@ def test_who_may_put_world_presets(
     response = put(client, PUT_WORLD, {"intensity": 1})
     assert response.status_code == status
     harbor.refresh_from_db()
-    assert (harbor.plugin_settings["affinity"]["intensity"] == 1) == (status == 200)
+    assert (harbor.plugin_settings["rapport"]["intensity"] == 1) == (status == 200)
 
 
 @pytest.mark.parametrize(
@@ -211,7 +211,7 @@ def test_a_world_without_an_owner_is_editable_by_staff_only(harbor, alice, bob) 
 
 
 def test_unknown_world_or_package_is_404(harbor, alice) -> None:
-    assert put(as_user(alice), "/api/worlds/nope/plugin-settings/affinity", {}).status_code == 404
+    assert put(as_user(alice), "/api/worlds/nope/plugin-settings/rapport", {}).status_code == 404
     assert put(as_user(alice), "/api/worlds/harbor/plugin-settings/nope", {}).status_code == 404
 
 
@@ -241,4 +241,4 @@ def test_put_answers_409_when_world_yaml_cannot_be_written(harbor, alice) -> Non
     response = put(as_user(alice), PUT_WORLD, {"intensity": 1})
     assert response.status_code == 409 and "world.yaml" in response.json()["detail"]
     harbor.refresh_from_db()
-    assert harbor.plugin_settings["affinity"]["intensity"] == 7
+    assert harbor.plugin_settings["rapport"]["intensity"] == 7

@@ -25,7 +25,7 @@ def test_world_author_changes_slider_and_select_and_sees_them_after_reload(
     page.select_option("#panel-affinity-tone", label="Gentle")
     with page.expect_navigation():
         page.click("#panel-affinity button.save")
-    assert "Affinity: settings saved." in page.content()
+    assert "Rapport: settings saved." in page.content()
 
     page.reload()
     assert page.locator("#panel-affinity-intensity").input_value() == "9"
@@ -35,7 +35,7 @@ def test_world_author_changes_slider_and_select_and_sees_them_after_reload(
     assert page.locator('.setting[data-key="intensity"] .origin').text_content() == "world preset"
 
     harbor.refresh_from_db()
-    assert harbor.plugin_settings["affinity"] == {"tone": "gentle", "intensity": 9}
+    assert harbor.plugin_settings["rapport"] == {"tone": "gentle", "intensity": 9}
 
 
 def test_an_out_of_range_value_shows_its_error(page, log_in, live_server, harbor) -> None:
@@ -48,4 +48,4 @@ def test_an_out_of_range_value_shows_its_error(page, log_in, live_server, harbor
     assert "must be at most 100, not 500" in error.text_content()
     assert page.locator("#panel-affinity-max-entries").input_value() == "500"
     harbor.refresh_from_db()
-    assert "max-entries" not in harbor.plugin_settings["affinity"]
+    assert "max-entries" not in harbor.plugin_settings["rapport"]

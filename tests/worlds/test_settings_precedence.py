@@ -22,7 +22,7 @@ def origins(package, world, session) -> dict[str, tuple[object, str]]:
 
 
 def test_without_world_or_session_every_value_is_the_default(packages) -> None:
-    assert user_settings_for(package_id="affinity", world=None, session=None) == {
+    assert user_settings_for(package_id="rapport", world=None, session=None) == {
         "tone": "neutral",
         "intensity": 5,
         "nickname": "",
@@ -35,26 +35,26 @@ def test_without_world_or_session_every_value_is_the_default(packages) -> None:
 
 
 def test_world_presets_override_defaults(harbor) -> None:
-    settings = user_settings_for(package_id="affinity", world=harbor, session=None)
+    settings = user_settings_for(package_id="rapport", world=harbor, session=None)
     assert settings["tone"] == "harsh" and settings["intensity"] == 7
     assert settings["decay"] == 0.1  # no preset: the default
 
 
 def test_session_values_override_world_presets(packages, harbor, alice_session, alice) -> None:
     session_plugin_settings_update(
-        session=alice_session, package=packages["affinity"], values={"tone": "gentle"}, actor=alice
+        session=alice_session, package=packages["rapport"], values={"tone": "gentle"}, actor=alice
     )
-    panel = origins(packages["affinity"], harbor, alice_session)
+    panel = origins(packages["rapport"], harbor, alice_session)
     assert panel["tone"] == ("gentle", "session")
     assert panel["intensity"] == (7, "world")
     assert panel["decay"] == (0.1, "default")
     # A session implies its world: runtimes may pass the session alone.
     assert (
-        user_settings_for(package_id="affinity", world=None, session=alice_session)["tone"]
+        user_settings_for(package_id="rapport", world=None, session=alice_session)["tone"]
         == "gentle"
     )
     assert (
-        user_settings_for(package_id="affinity", world=None, session=alice_session)["intensity"]
+        user_settings_for(package_id="rapport", world=None, session=alice_session)["intensity"]
         == 7
     )
 
@@ -62,36 +62,36 @@ def test_session_values_override_world_presets(packages, harbor, alice_session, 
 def test_resetting_a_session_value_falls_back_to_the_world_preset(
     packages, harbor, alice_session, alice
 ) -> None:
-    affinity = packages["affinity"]
+    rapport = packages["rapport"]
     session_plugin_settings_update(
         session=alice_session,
-        package=affinity,
+        package=rapport,
         values={"tone": "gentle", "decay": 0.5},
         actor=alice,
     )
     [tone] = [
         f
-        for f in settings_resolve(package=affinity, world=harbor, session=alice_session)
+        for f in settings_resolve(package=rapport, world=harbor, session=alice_session)
         if f.field.key == "tone"
     ]
     assert tone.set_here and (tone.below_value, tone.below_origin) == ("harsh", "world")
 
     session_plugin_settings_update(
-        session=alice_session, package=affinity, values={"tone": None}, actor=alice
+        session=alice_session, package=rapport, values={"tone": None}, actor=alice
     )
-    panel = origins(affinity, harbor, alice_session)
+    panel = origins(rapport, harbor, alice_session)
     assert panel["tone"] == ("harsh", "world")
     assert panel["decay"] == (0.5, "session")  # keys not named keep their values
 
 
 def test_resetting_a_world_preset_falls_back_to_the_default(packages, harbor, alice) -> None:
-    affinity = packages["affinity"]
+    rapport = packages["rapport"]
     world_plugin_settings_update(
-        world=harbor, package=affinity, values={"intensity": None}, actor=alice
+        world=harbor, package=rapport, values={"intensity": None}, actor=alice
     )
     harbor.refresh_from_db()
-    assert origins(affinity, harbor, None)["intensity"] == (5, "default")
-    assert harbor.plugin_settings["affinity"] == {"tone": "harsh"}
+    assert origins(rapport, harbor, None)["intensity"] == (5, "default")
+    assert harbor.plugin_settings["rapport"] == {"tone": "harsh"}
 
 
 def test_resetting_the_last_session_value_removes_the_row(packages, alice_session, alice) -> None:
@@ -112,7 +112,7 @@ def test_an_invalid_update_saves_nothing(packages, harbor, alice_session, alice)
     with pytest.raises(SettingsInvalid) as caught:
         session_plugin_settings_update(
             session=alice_session,
-            package=packages["affinity"],
+            package=packages["rapport"],
             values={"tone": "gentle", "intensity": 99},
             actor=alice,
         )
@@ -124,16 +124,16 @@ def test_a_stored_value_that_no_longer_fits_is_ignored(
     packages, harbor, alice_session, alice
 ) -> None:
     """A package update narrowed its range: the old preset must not reach the runtime."""
-    affinity: Package = packages["affinity"]
-    manifest = affinity.manifest
+    rapport: Package = packages["rapport"]
+    manifest = rapport.manifest
     for entry in manifest["contributes"]["settings"]:
         if entry["key"] == "intensity":
             entry["max"] = 6
-    affinity.manifest = manifest
-    affinity.save()
+    rapport.manifest = manifest
+    rapport.save()
     [intensity] = [
         f
-        for f in settings_resolve(package=affinity, world=harbor, session=None)
+        for f in settings_resolve(package=rapport, world=harbor, session=None)
         if f.field.key == "intensity"
     ]
     assert (intensity.value, intensity.origin) == (5, "default")

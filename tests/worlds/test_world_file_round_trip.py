@@ -26,26 +26,26 @@ def world_file(world) -> Path:
 
 def test_changing_a_preset_changes_only_its_line(packages, harbor, alice) -> None:
     world_plugin_settings_update(
-        world=harbor, package=packages["affinity"], values={"intensity": 9}, actor=alice
+        world=harbor, package=packages["rapport"], values={"intensity": 9}, actor=alice
     )
     after = world_file(harbor).read_text()
     assert diff(HARBOR_YAML, after) == ["-    intensity: 7", "+    intensity: 9"]
 
 
 def test_comments_and_unknown_keys_survive_every_kind_of_change(packages, harbor, alice) -> None:
-    affinity, narrator = packages["affinity"], packages["narrator"]
+    rapport, storyteller = packages["rapport"], packages["storyteller"]
     world_plugin_settings_update(
-        world=harbor, package=affinity, values={"tone": "gentle", "decay": 0.3}, actor=alice
+        world=harbor, package=rapport, values={"tone": "gentle", "decay": 0.3}, actor=alice
     )
     world_plugin_settings_update(
-        world=harbor, package=narrator, values={"style": "lyrical"}, actor=alice
+        world=harbor, package=storyteller, values={"style": "lyrical"}, actor=alice
     )
     after = world_file(harbor).read_text()
     assert diff(HARBOR_YAML, after) == [
         "-    tone: harsh      # grudges",
         "+    tone: gentle     # grudges",
         "+    decay: 0.3",
-        "+  narrator:",
+        "+  storyteller:",
         "+    style: lyrical",
     ]
     for kept in (
@@ -53,7 +53,7 @@ def test_comments_and_unknown_keys_survive_every_kind_of_change(packages, harbor
         "# trailing comment on a scalar",
         "x-editor-notes: keep me",
         "# an unknown key: kept on write",
-        "# presets for affinity",
+        "# presets for rapport",
         "# a comment at the end of the file",
     ):
         assert kept in after
@@ -83,7 +83,7 @@ def test_the_file_and_the_database_agree_and_a_resync_changes_nothing(
     packages, harbor, alice, worlds_root
 ) -> None:
     world_plugin_settings_update(
-        world=harbor, package=packages["affinity"], values={"intensity": 3}, actor=alice
+        world=harbor, package=packages["rapport"], values={"intensity": 3}, actor=alice
     )
     harbor.refresh_from_db()
     parsed = read_world(Path(harbor.source_dir))
@@ -124,10 +124,10 @@ def test_an_unwritable_world_file_saves_nothing(packages, harbor, alice) -> None
     (folder / "world.yaml").mkdir()  # reading it now fails with an OSError
     with pytest.raises(WorldFileError):
         world_plugin_settings_update(
-            world=harbor, package=packages["affinity"], values={"intensity": 1}, actor=alice
+            world=harbor, package=packages["rapport"], values={"intensity": 1}, actor=alice
         )
     harbor.refresh_from_db()
-    assert harbor.plugin_settings["affinity"]["intensity"] == 7
+    assert harbor.plugin_settings["rapport"]["intensity"] == 7
 
 
 def test_a_world_file_broken_since_the_sync_saves_nothing(packages, harbor, alice) -> None:
@@ -138,7 +138,7 @@ def test_a_world_file_broken_since_the_sync_saves_nothing(packages, harbor, alic
     (Path(harbor.source_dir) / "world.yaml").write_text("name: [unclosed\n")
     with pytest.raises(WorldFileError, match="world.yaml"):
         world_plugin_settings_update(
-            world=harbor, package=packages["affinity"], values={"intensity": 1}, actor=alice
+            world=harbor, package=packages["rapport"], values={"intensity": 1}, actor=alice
         )
     harbor.refresh_from_db()
-    assert harbor.plugin_settings["affinity"]["intensity"] == 7
+    assert harbor.plugin_settings["rapport"]["intensity"] == 7

@@ -20,9 +20,9 @@ def as_user(user) -> Client:
 
 
 def affinity_form(**overrides: str) -> dict[str, str]:
-    """What the affinity panel posts when nothing is touched (a toggle posts its hidden false too)."""
+    """What the rapport panel posts when nothing is touched (a toggle posts its hidden false too)."""
     form = {
-        "package": "affinity",
+        "package": "rapport",
         "setting:tone": "harsh",
         "setting:intensity": "7",
         "setting:nickname": "",
@@ -128,7 +128,7 @@ def test_saving_the_world_panel_writes_db_and_file(harbor, alice) -> None:
     harbor.refresh_from_db()
     # Untouched controls showing inherited values are not pinned as presets, except the toggle
     # that was switched off.
-    assert harbor.plugin_settings["affinity"] == {
+    assert harbor.plugin_settings["rapport"] == {
         "tone": "gentle",
         "intensity": 9,
         "show-panel": False,
@@ -147,14 +147,14 @@ def test_an_out_of_range_value_shows_its_error_beside_the_field(harbor, alice) -
     assert "Decay per turn: must be a number, not &#x27;abc&#x27;" in html
     assert 'name="setting:max-entries" value="500"' in html  # what was typed stays in the field
     harbor.refresh_from_db()
-    assert harbor.plugin_settings["affinity"] == {"tone": "harsh", "intensity": 7}
+    assert harbor.plugin_settings["rapport"] == {"tone": "harsh", "intensity": 7}
 
 
 def test_reset_button_returns_a_preset_to_the_default(harbor, alice) -> None:
-    response = as_user(alice).post(WORLD_URL, {"package": "affinity", "reset": "tone"})
+    response = as_user(alice).post(WORLD_URL, {"package": "rapport", "reset": "tone"})
     assert response.status_code == 302
     harbor.refresh_from_db()
-    assert harbor.plugin_settings["affinity"] == {"intensity": 7}
+    assert harbor.plugin_settings["rapport"] == {"intensity": 7}
 
 
 @pytest.mark.parametrize(("who", "status"), [("alice", 302), ("bob", 302), ("charlie", 403)])
@@ -163,7 +163,7 @@ def test_who_may_save_world_presets(harbor, alice, bob, charlie, who: str, statu
     response = as_user(user).post(WORLD_URL, affinity_form(**{"setting:intensity": "1"}))
     assert response.status_code == status
     harbor.refresh_from_db()
-    assert (harbor.plugin_settings["affinity"]["intensity"] == 1) == (status == 302)
+    assert (harbor.plugin_settings["rapport"]["intensity"] == 1) == (status == 302)
 
 
 def test_anonymous_post_is_sent_to_log_in_and_sees_disabled_controls(
@@ -176,7 +176,7 @@ def test_anonymous_post_is_sent_to_log_in_and_sees_disabled_controls(
         'name="setting:intensity" value="7" min="0" max="10" step="1" data-output="panel-affinity-intensity-value" disabled'
         in html
     )
-    assert "Save Affinity" not in html
+    assert "Save Rapport" not in html
 
 
 def test_a_post_for_a_package_the_world_does_not_use_is_404(harbor, alice) -> None:
@@ -188,9 +188,9 @@ def test_a_post_for_a_package_the_world_does_not_use_is_404(harbor, alice) -> No
 
 def test_plugin_text_is_escaped(harbor, alice, packages) -> None:
     evil = "<script>alert(1)</script>"
-    packages["narrator"].delete()
+    packages["storyteller"].delete()
     make_package(
-        "narrator",
+        "storyteller",
         [
             {
                 "key": "style",

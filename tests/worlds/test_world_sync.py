@@ -30,9 +30,9 @@ def test_sync_is_idempotent(packages, worlds_root: Path) -> None:
         "url": "https://example.com/alice",
         "about": "Writes rainy worlds.",
     }
-    assert world.plugins == ["affinity", "dice", "narrator"]
+    assert world.plugins == ["rapport", "dice", "storyteller"]
     assert world.plugin_settings == {
-        "affinity": {"tone": "harsh", "intensity": 7},
+        "rapport": {"tone": "harsh", "intensity": 7},
         "dice": {"sides": 12},
     }
     # The unknown key is reported, not fatal.
@@ -47,7 +47,7 @@ def test_an_edited_file_updates_the_row(packages, worlds_root: Path) -> None:
     (folder / "world.yaml").write_text(HARBOR_YAML.replace("intensity: 7", "intensity: 2"))
     report = world_sync(dirs=[worlds_root])
     assert [r.action for r in report.results] == ["updated"]
-    assert World.objects.get().plugin_settings["affinity"]["intensity"] == 2
+    assert World.objects.get().plugin_settings["rapport"]["intensity"] == 2
 
 
 def test_invalid_yaml_is_an_error_naming_file_and_line(db, worlds_root: Path) -> None:
@@ -67,7 +67,7 @@ def test_every_field_error_is_reported_with_its_path(db, worlds_root: Path) -> N
         "description: 5\n"
         "author:\n  url: http://insecure.example\n  links:\n    - label: x\n      url: ftp://x\n  colour: red\n"
         "plugins: [dice, Dice, dice]\n"
-        "pluginSettings:\n  dice: [1, 2]\n  narrator:\n    style: {nested: true}\n"
+        "pluginSettings:\n  dice: [1, 2]\n  storyteller:\n    style: {nested: true}\n"
     )
     write_world(worlds_root, "bad-world", text)
     [result] = world_sync(dirs=[worlds_root]).results
@@ -83,7 +83,7 @@ def test_every_field_error_is_reported_with_its_path(db, worlds_root: Path) -> N
             ("world.yaml", "/plugins/1", "bad-id"),
             ("world.yaml", "/plugins/2", "duplicate"),
             ("world.yaml", "/pluginSettings/dice", "type"),
-            ("world.yaml", "/pluginSettings/narrator/style", "type"),
+            ("world.yaml", "/pluginSettings/storyteller/style", "type"),
         ]
     )
 
@@ -123,12 +123,12 @@ def test_presets_that_do_not_fit_their_package_are_warnings_with_paths(
     text = HARBOR_YAML.replace("intensity: 7", "intensity: 70").replace(
         "sides: 12", "sides: 12\n    colour: red"
     )
-    text = text.replace("  - narrator\n", "  - narrator\n  - nowhere\n")
+    text = text.replace("  - storyteller\n", "  - storyteller\n  - nowhere\n")
     write_world(worlds_root, "harbor", text)
     [result] = world_sync(dirs=[worlds_root]).results
     assert result.action == "created"
     assert sorted((w.path, w.code) for w in result.warnings) == [
-        ("/pluginSettings/affinity/intensity", "preset-above-max"),
+        ("/pluginSettings/rapport/intensity", "preset-above-max"),
         ("/pluginSettings/dice/colour", "preset-unknown-key"),
         ("/plugins/3", "not-in-catalogue"),
         ("/x-editor-notes", "unknown-field"),

@@ -50,7 +50,7 @@ AFFINITY_SETTINGS: list[dict[str, Any]] = [
         "min": 1,
         "max": 100,
     },
-    {"key": "show-panel", "type": "toggle", "label": "Show the affinity panel", "default": True},
+    {"key": "show-panel", "type": "toggle", "label": "Show the rapport panel", "default": True},
     {"key": "model", "type": "slot", "label": "Model slot", "default": "utility"},
 ]
 DICE_SETTINGS: list[dict[str, Any]] = [
@@ -105,12 +105,12 @@ HARBOR_YAML = textwrap.dedent(
       about: Writes rainy worlds.
     x-editor-notes: keep me   # an unknown key: kept on write
     plugins:
-      - affinity
+      - rapport
       - dice
-      - narrator
+      - storyteller
     pluginSettings:
-      # presets for affinity
-      affinity:
+      # presets for rapport
+      rapport:
         tone: harsh      # grudges
         intensity: 7
       dice:

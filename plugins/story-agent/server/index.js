@@ -1,4 +1,4 @@
-// story-agent registers one RPC action: /threads lists the threads the narrator keeps.
+// story-agent registers one RPC action: /threads lists the threads the storyteller keeps.
 
 export default function register(covel) {
   covel.registerRpc("list-threads", async (_payload, ctx) => {
