@@ -97,10 +97,10 @@ def test_turn_journal_observes_the_session_and_its_turns_in_order(db, alice):
     assert journal[0]["worldId"] == "harbor"
     start, pre, post, stop = journal[1:5]
     assert start["turnId"] == first["turnId"] and start["playerMessage"] == "I look around."
-    assert "narrator" in start["activeRuntimes"]
-    assert pre["runtimeId"] == post["runtimeId"] == "narrator"
+    assert "storyteller" in start["activeRuntimes"]
+    assert pre["runtimeId"] == post["runtimeId"] == "storyteller"
     assert post["status"] == "succeeded"
-    assert stop["runtimes"] == ["narrator:succeeded"]
+    assert stop["runtimes"] == ["storyteller:succeeded"]
     assert journal[-1] == {"event": "SessionEnd", "turnId": None, "reason": "ended"}
     # Observers that continue leave nothing to record.
     assert first["hooks"] == [] and not hook_events(session, "hook.failed")

@@ -46,7 +46,7 @@ def hooked(tmp_path: Any, package: str, hooks: list[Any], body: str) -> Any:
 
 
 def dispatcher(alice: Any, *manifests: Any) -> tuple[HookDispatcher, Any]:
-    index_bundled("narrator")
+    index_bundled("storyteller")
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=[]))
     return HookDispatcher(session=session, manifests=manifests, turn_id="t-1"), session
 
@@ -162,7 +162,7 @@ def test_a_turn_whose_packages_hook_nothing_makes_no_hook_request(db, alice, mon
         return real(**kwargs)
 
     monkeypatch.setattr(hooks_module, "plugin_hook_call", counting)
-    index_bundled("narrator", "word-count")
+    index_bundled("storyteller", "word-count")
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=["word-count"]))
     result = play(session, "I walk.")
     assert by_runtime(result)["word-count"]["status"] == "succeeded"
@@ -179,7 +179,7 @@ def test_only_declared_events_are_asked(db, alice, tmp_path, monkeypatch):
 
     monkeypatch.setattr(hooks_module, "plugin_hook_call", counting)
     hooked(tmp_path, "starter", ["TurnStart"], 'covel.on("TurnStart", mark("starter"));')
-    index_bundled("narrator")
+    index_bundled("storyteller")
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=["starter"]))
     play(session, "I begin.")
     assert calls == [("TurnStart", "normal")]
@@ -192,7 +192,7 @@ def test_a_turn_start_abort_vetoes_the_turn(db, alice, tmp_path):
         ["TurnStart"],
         'covel.on("TurnStart", async (_ctx, p) => p.playerMessage.includes("shout") ? { action: "abort", reason: "no shouting" } : { action: "continue" });',
     )
-    index_bundled("narrator")
+    index_bundled("storyteller")
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=["bouncer"]))
     result = play(session, "I shout.")
     assert result["runtimes"] == [] and result["status"] == "failed"
@@ -201,7 +201,7 @@ def test_a_turn_start_abort_vetoes_the_turn(db, alice, tmp_path):
     assert turn.status == Turn.Status.FAILED and turn.error == result["abortReason"]
     session.refresh_from_db()
     assert session.turn_count == 0  # nothing committed
-    assert by_runtime(play(session, "I whisper."))["narrator"]["status"] == "succeeded"
+    assert by_runtime(play(session, "I whisper."))["storyteller"]["status"] == "succeeded"
 
 
 def test_pre_schedule_narrows_the_turn_and_pre_runtime_skips_a_runtime(db, alice, tmp_path):
@@ -217,7 +217,7 @@ def test_pre_schedule_narrows_the_turn_and_pre_runtime_skips_a_runtime(db, alice
     index_folder(
         write_plugin(tmp_path, "chorus", {}, runtimes={"sing": (stage, sing), "hum": (stage, sing)})
     )
-    index_bundled("narrator", "word-count")
+    index_bundled("storyteller", "word-count")
     world = make_world(owner=alice, plugins=["warden", "word-count", "chorus"])
     result = by_runtime(play(session_create(owner=alice, world=world), "We sing."))
     assert result["word-count"]["status"] == "skipped"
@@ -226,7 +226,7 @@ def test_pre_schedule_narrows_the_turn_and_pre_runtime_skips_a_runtime(db, alice
     assert result["chorus/hum"]["code"] == "hook-aborted"
     assert "no humming" in result["chorus/hum"]["reason"]
     assert result["chorus/sing"]["status"] == "succeeded"
-    assert result["narrator"]["status"] == "succeeded"
+    assert result["storyteller"]["status"] == "succeeded"
 
 
 @pytest.mark.parametrize("bad", ["42", "{ action: 'maybe' }", "{ action: 'abort' }"])
@@ -265,7 +265,7 @@ covel.on("PreStep", async (_ctx, p) => p.step > 2 ? { action: "abort", reason: "
         files={"server/index.js": "export default function register(covel) {\n" + body + "}\n"},
     )
     index_folder(folder)
-    index_bundled("narrator")
+    index_bundled("storyteller")
     with StandInModel([{"content": "draft"}, {"content": "final"}], exhausted_status=400) as model:
         ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
         session = session_create(owner=alice, world=make_world(owner=alice, plugins=["critic"]))
@@ -300,7 +300,7 @@ def test_a_pre_step_abort_stops_the_agent_run(db, alice, tmp_path):
         files={"server/index.js": "export default function register(covel) {\n" + body + "}\n"},
     )
     index_folder(folder)
-    index_bundled("narrator")
+    index_bundled("storyteller")
     with StandInModel([{"content": "hello"}], exhausted_status=400) as model:
         ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
         session = session_create(owner=alice, world=make_world(owner=alice, plugins=["sleeper"]))
@@ -336,7 +336,7 @@ def test_a_pre_compaction_abort_keeps_the_whole_history(db, alice, tmp_path):
         files={"server/index.js": "export default function register(covel) {\n" + body + "}\n"},
     )
     index_folder(folder)
-    index_bundled("narrator")
+    index_bundled("storyteller")
     replies = [{"content": "ok"}, {"content": "ok"}, {"content": "ok"}]
     with StandInModel(replies, exhausted_status=400) as model:
         ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
@@ -362,7 +362,7 @@ def test_the_api_answers_a_vetoed_turn_with_its_reason_and_hooks(db, alice, tmp_
         ["TurnStart"],
         'covel.on("TurnStart", async () => ({ action: "abort", reason: "closed for the night" }));',
     )
-    index_bundled("narrator")
+    index_bundled("storyteller")
     session = session_create(owner=alice, world=make_world(owner=alice, plugins=["bouncer"]))
     client = Client()
     client.force_login(alice)
@@ -411,7 +411,7 @@ covel.on("PostToolUse", async (_ctx, p) => ({ action: "continue", replace: { res
         files={"server/index.js": "export default function register(covel) {\n" + body + "}\n"},
     )
     index_folder(folder)
-    index_bundled("narrator")
+    index_bundled("storyteller")
     call = {"id": "s1", "name": "shout", "arguments": json.dumps({"text": "hello"})}
     with StandInModel([{"toolCalls": [call]}, {"content": "done"}], exhausted_status=400) as model:
         ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
