@@ -7,7 +7,9 @@ Pushed (the default): a stream is an async generator on the server's event loop.
 the session's notification channel (core/notify.py; `_events_write` publishes after each
 commit), so an idle stream costs no query, no thread and no database connection, only a
 keep-alive comment now and then. Every stream of one session in a process shares one feed:
-one subscription and one read per notification, however many tabs watch the session. A
+one subscription and one read per notification, however many tabs watch the session; the feed
+wakes each waiting stream through one future and ticks the keep-alives for all of them, so a
+thousand streams cost no timer and no event each. A
 stream subscribes before it replays, so a row committed while it (re)connects is read either
 by the replay or after the wake-up it causes; seqs already sent are skipped, so none repeats.
 
@@ -48,8 +50,9 @@ MAX_WAIT_SECONDS = 55.0
 PUSH_DEFAULT_WAIT_SECONDS = 600.0
 PUSH_MAX_WAIT_SECONDS = 3600.0
 READ_LIMIT = 500
-# A feed keeps this many of the rows it read; a stream further behind reads the database.
-RECENT_ROWS = 1000
+# A feed keeps this many of the rows it read (a turn's burst, many times over), and none once
+# idle; a stream further behind reads the database.
+RECENT_ROWS = 200
 RETRY_MS = 1000
 RETRY_FRAME = f"retry: {RETRY_MS}\n\n".encode()
 KEEPALIVE_FRAME = b": keep-alive\n\n"
@@ -261,6 +264,9 @@ class _Feed:
                     await self._read()
                     self._wake("rows")
                 else:
+                    # Quiet for a while: every waiting stream has taken every row, and one that
+                    # is not waiting reads the database. An idle session keeps no rows.
+                    self.recent = []
                     self._wake("tick")
         finally:
             if self.sub is not None:
