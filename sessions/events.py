@@ -114,6 +114,8 @@ class _PushedResponse(StreamingHttpResponse):
     2,000 generator steps per event)."""
 
     def __aiter__(self) -> AsyncIterator[bytes]:
+        if not self.is_async:  # a middleware swapped in a plain iterator: Django's own way
+            return super().__aiter__()
         return self._iterator
 
 
