@@ -192,7 +192,6 @@ class Clients:
             proc.start()
             self.pipes.append(mine)
             self.procs.append(proc)
-        self.early: list[tuple] = []
 
     def connected(self, timeout: float) -> int:
         total = 0
