@@ -5,38 +5,52 @@ For each N (default 100, 500, 1000) pushed streams, and a small N of the old pol
 1. all N connect (each gets the session's first event by replay);
 2. the server's memory (RSS), threads, CPU and the database's transactions per second while
    the N streams sit idle for --idle seconds (target: 0 beyond the bench's own sampling);
-3. latency from an event's commit (written by this process, as a worker would, and woken
-   through Redis) to each stream receiving it, p50 and p95 over every (stream, event) pair, and
-   p95 of the slowest stream per event (target p95 < 100 ms at 1,000 streams).
+3. latency from an event's commit (taken just before the write, which a worker would make;
+   the wake-up goes through Redis) to each stream receiving it, p50 and p95 over every
+   (stream, event) pair, and p95 of the slowest stream per event (target: p95 < 100 ms at
+   1,000 streams).
 
-The client is one asyncio loop in this process; on a 2-core machine it shares the CPU with the
-server, so latencies include the client's own parsing of N copies of each event.
+The client is cheap and measured: --clients processes (default 2), each one event loop of
+plain asyncio protocols (uvloop when installed) that only look for `id:` lines; a stream's
+arrival is stamped when its bytes are handed to the protocol. The machine has 2 cores, so the
+clients still share the CPU with the server; the "floor" line measures what they cost: the
+same clients against a bare asyncio server that writes one ready-made frame to every
+connection (no Django, no database), latency from the trigger to each arrival. Each result also
+gives the clients' CPU per event.
 
 Run from the checkout (the database is migrated and gets bench rows):
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/serve REDIS_URL=redis://127.0.0.1:6379/7 \\
         .venv/bin/python bench/streams.py [--n 100,500,1000] [--poll-n 30] [--port 8750]
 The polling baseline holds one database connection per stream: keep --poll-n well below the
-server's max_connections (the database is shared).
+server's max_connections (the database is shared). --py-spy PATH records the server's
+samples during the latency phase (one file per N, in the bench's temporary folder).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import multiprocessing
 import os
 import re
 import resource
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "sessions"))  # stream_servers: the one server helper
+
+ID = re.compile(rb"^id: (\d+)$", re.M)
+EVENT_GAP_SECONDS = 0.3
+EVENT_DEADLINE_SECONDS = 5.0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -70,175 +84,357 @@ def db_transactions() -> int:
         return int(cursor.fetchone()[0])
 
 
-ID = re.compile(rb"^id: (\d+)$", re.M)
+# ------------------------------------------------------------------ the client processes
 
 
-class Client:
-    """One SSE connection: records when each event id arrived."""
+class _Stream(asyncio.Protocol):
+    """One SSE connection: stamps each `id:` it sees; tells its book."""
 
-    def __init__(self) -> None:
-        self.arrivals: dict[int, float] = {}
-        self.connected = asyncio.Event()
-        self.task: asyncio.Task | None = None
-        self.writer: asyncio.StreamWriter | None = None
+    def __init__(self, book: _Book, request: bytes) -> None:
+        self.book = book
+        self.request = request
+        self.tail = b""
+        self.status_seen = False
+        self.seqs: set[int] = set()
 
-    async def run(self, port: int, path: str, cookie: str) -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
-        self.writer = writer
-        writer.write(
-            (
-                f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: sessionid={cookie}\r\n"
-                "Accept: text/event-stream\r\n\r\n"
-            ).encode()
-        )
-        await writer.drain()
-        status = await reader.readline()
-        if b" 200 " not in status:
-            raise RuntimeError(status.decode(errors="replace"))
-        # Whole chunks, not lines: a Python line parser for 1,000 streams would be the bottleneck.
-        tail = b""
-        while True:
-            data = await reader.read(65536)
-            if not data:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.write(self.request)  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        now = time.time()
+        if not self.status_seen:
+            if b" 200 " not in data.split(b"\r\n", 1)[0]:
+                self.book.failed(data[:200])
                 return
-            now = time.time()
-            data = tail + data
-            cut = data.rfind(b"\n")
-            tail, data = data[cut + 1 :], data[: cut + 1]
-            for match in ID.finditer(data):
-                self.arrivals[int(match.group(1))] = now
-                self.connected.set()
+            self.status_seen = True
+        data = self.tail + data
+        cut = data.rfind(b"\n")
+        self.tail, data = data[cut + 1 :], data[: cut + 1]
+        for match in ID.finditer(data):
+            seq = int(match.group(1))
+            if seq not in self.seqs:  # a replayed seq is not a new arrival
+                self.seqs.add(seq)
+                self.book.arrived(self, seq, now)
+
+
+class _Book:
+    """A client process's arrivals; tells the bench when every stream has a seq."""
+
+    def __init__(self, pipe: Connection) -> None:
+        self.pipe = pipe
+        self.connected: set[_Stream] = set()
+        self.arrivals: dict[int, list[float]] = {}
+        self.errors: list[str] = []
+
+    def arrived(self, stream: _Stream, seq: int, now: float) -> None:
+        self.connected.add(stream)
+        times = self.arrivals.setdefault(seq, [])
+        times.append(now)
+        if len(times) == len(self.connected) and seq > 1:
+            self.pipe.send(("all", seq))
+
+    def failed(self, head: bytes) -> None:
+        self.errors.append(head.decode(errors="replace"))
+
+
+async def _client_main(pipe: Connection, port: int, path: str, cookie: str, n: int) -> None:
+    loop = asyncio.get_running_loop()
+    book = _Book(pipe)
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: sessionid={cookie}\r\n"
+        "Accept: text/event-stream\r\n\r\n"
+    ).encode()
+    transports = []
+    for i in range(n):
+        transport, _ = await loop.create_connection(
+            lambda: _Stream(book, request), "127.0.0.1", port
+        )
+        transports.append(transport)
+        if i % 50 == 49:
+            await asyncio.sleep(0.05)  # a ramp, as tabs open, not one SYN burst
+    deadline = time.monotonic() + 60
+    while len(book.connected) < n and time.monotonic() < deadline and not book.errors:
+        await asyncio.sleep(0.05)
+    pipe.send(("connected", len(book.connected), book.errors[:3]))
+    commands = asyncio.Queue()
+    loop.add_reader(pipe.fileno(), lambda: commands.put_nowait(pipe.recv()))
+    cpu0 = time.process_time()
+    while (command := await commands.get()) != "report":
+        if command == "cpu":
+            cpu0 = time.process_time()
+    pipe.send(("report", book.arrivals, time.process_time() - cpu0))
+    for transport in transports:
+        transport.abort()
+
+
+def _client_process(pipe: Connection, port: int, path: str, cookie: str, n: int) -> None:
+    try:
+        import uvloop
+
+        uvloop.run(_client_main(pipe, port, path, cookie, n))
+    except ImportError:
+        asyncio.run(_client_main(pipe, port, path, cookie, n))
+
+
+class Clients:
+    """--clients processes holding n streams between them."""
+
+    def __init__(self, count: int, port: int, path: str, cookie: str, n: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.pipes: list[Connection] = []
+        self.procs = []
+        for i in range(count):
+            share = n // count + (1 if i < n % count else 0)
+            mine, theirs = context.Pipe()
+            proc = context.Process(
+                target=_client_process, args=(theirs, port, path, cookie, share), daemon=True
+            )
+            proc.start()
+            self.pipes.append(mine)
+            self.procs.append(proc)
+
+    def connected(self, timeout: float) -> int:
+        total = 0
+        for pipe in self.pipes:
+            if not pipe.poll(timeout):
+                raise RuntimeError("a client process did not connect its streams")
+            kind, count, errors = pipe.recv()
+            if errors:
+                raise RuntimeError(f"a stream was refused: {errors}")
+            total += count
+        return total
+
+    def send(self, command: str) -> None:
+        for pipe in self.pipes:
+            pipe.send(command)
+
+    def wait_all(self, seq: int, timeout: float) -> None:
+        """Until every process says each of its streams has seq (or the timeout)."""
+        waiting = set(range(len(self.pipes)))
+        deadline = time.monotonic() + timeout
+        while waiting and time.monotonic() < deadline:
+            for i in list(waiting):
+                while self.pipes[i].poll():
+                    kind, got = self.pipes[i].recv()
+                    if kind == "all" and got >= seq:
+                        waiting.discard(i)
+            time.sleep(0.002)
+
+    def report(self) -> tuple[dict[int, list[float]], float]:
+        self.send("report")
+        arrivals: dict[int, list[float]] = {}
+        cpu = 0.0
+        for pipe in self.pipes:
+            while True:
+                message = pipe.recv()
+                if message[0] == "report":
+                    break
+            for seq, times in message[1].items():
+                arrivals.setdefault(seq, []).extend(times)
+            cpu += message[2]
+        return arrivals, cpu
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        if self.task is not None:
-            self.task.cancel()
+        for proc in self.procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
 
 
-def start_server(port: int, env: dict[str, str], log: Path) -> subprocess.Popen:
-    import socket
-
-    proc = subprocess.Popen(
-        [
-            str(REPO / ".venv" / "bin" / "uvicorn"),
-            "config.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--lifespan",
-            "off",
-            "--no-access-log",
-            "--timeout-graceful-shutdown",
-            "1",
-            "--backlog",
-            "4096",
-        ],
-        cwd=REPO,
-        env={**os.environ, **env},
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(log.read_text()[-2000:])
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-async def measure(
-    *, mode: str, n: int, port: int, session, cookie: str, idle: float, events: int, log: Path
+def latency_figures(
+    committed: dict[int, float], arrivals: dict[int, list[float]], streams: int
 ) -> dict:
-    from asgiref.sync import sync_to_async
+    latencies: list[float] = []
+    slowest: list[float] = []
+    missed = 0
+    for seq, at in committed.items():
+        got = [(t - at) * 1000 for t in arrivals.get(seq, [])]
+        missed += streams - len(got)
+        latencies += got
+        if got:
+            slowest.append(max(got))
+    result: dict = {"missed": missed}
+    if latencies:
+        result["latency_p50_ms"] = round(statistics.median(latencies), 1)
+        result["latency_p95_ms"] = round(percentile(latencies, 95), 1)
+        result["last_stream_p95_ms"] = round(percentile(slowest, 95), 1)
+    return result
 
+
+# ------------------------------------------------------------------ the hub's server
+
+
+def start_hub(port: int, env: dict[str, str], log: Path):
+    from stream_servers import Server
+
+    return Server(port, env, log, args=("--no-access-log", "--backlog", "4096"))
+
+
+def start_py_spy(py_spy: str, pid: int, out: Path, seconds: float) -> subprocess.Popen:
+    return subprocess.Popen(
+        [py_spy, "record", "-p", str(pid), "--duration", str(int(seconds) + 1)]
+        + ["--format", "raw", "--nonblocking", "-r", "250", "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def measure(*, mode: str, n: int, args, session, cookie: str, temp: Path) -> dict:
+    from eventlog.selectors import last_event_seq
     from sessions.services import event_append
 
     env = {"COVEL_EVENT_STREAM": mode, "DB_POOL": "true" if mode == "push" else "false"}
     env.update({"DB_POOL_MAX_SIZE": "10", "DB_CONN_MAX_AGE": "0"})
-    server = start_server(port, env, log)
-    clients = [Client() for _ in range(n)]
+    server = start_hub(args.port, env, temp / f"server-{mode}-{n}.log")
     path = f"/api/sessions/{session.pk}/events?wait={3600 if mode == 'push' else 55}"
     result: dict = {"mode": mode, "n": n}
+    clients = None
     try:
         # A warm-up request loads Django's modules, so RSS growth below is the streams' own.
         import urllib.request
 
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=30).read()
-        _cpu0, rss0, threads0 = proc_stat(server.pid)
+        urllib.request.urlopen(f"http://127.0.0.1:{args.port}/healthz", timeout=30).read()
+        pid = server.proc.pid
+        _cpu0, rss0, threads0 = proc_stat(pid)
         started = time.monotonic()
-        for i, client in enumerate(clients):
-            client.task = asyncio.create_task(client.run(port, path, cookie))
-            if i % 50 == 49:
-                await asyncio.sleep(0.05)  # a ramp, as tabs open, not one SYN burst
-        waits = [asyncio.wait_for(c.connected.wait(), 60) for c in clients]
-        done = await asyncio.gather(*waits, return_exceptions=True)
-        result["connected"] = sum(1 for d in done if d is True)
+        clients = Clients(min(args.clients, n), args.port, path, cookie, n)
+        result["connected"] = clients.connected(90)
         result["connect_s"] = round(time.monotonic() - started, 2)
         # PostgreSQL reports a backend's counts up to 10 s after its last transaction: wait so
         # the connects' own reads are not counted as idle work.
-        await asyncio.sleep(11.0)
-        cpu1, _rss1, _ = proc_stat(server.pid)
-        tx1 = await sync_to_async(db_transactions)()
-        await asyncio.sleep(idle)
-        cpu2, rss2, threads2 = proc_stat(server.pid)
-        tx2 = await sync_to_async(db_transactions)()
+        time.sleep(11.0)
+        cpu1, _rss1, _ = proc_stat(pid)
+        tx1 = db_transactions()
+        time.sleep(args.idle)
+        cpu2, rss2, threads2 = proc_stat(pid)
+        tx2 = db_transactions()
         result["rss_mb"] = round(rss2 / 1024, 1)
         result["rss_per_stream_kb"] = round((rss2 - rss0) / max(1, n), 1)
         result["threads"] = threads2
         result["threads_added"] = threads2 - threads0
-        result["idle_cpu_pct"] = round((cpu2 - cpu1) / idle * 100, 1)
+        result["idle_cpu_pct"] = round((cpu2 - cpu1) / args.idle * 100, 1)
         # One transaction is this bench's own sampling query.
-        result["idle_db_tx_per_s"] = round(max(0, tx2 - tx1 - 1) / idle, 1)
+        result["idle_db_tx_per_s"] = round(max(0, tx2 - tx1 - 1) / args.idle, 1)
 
-        latencies: list[float] = []
-        slowest: list[float] = []
-        missing = 0
-        for k in range(events):
-            before = {id(c): len(c.arrivals) for c in clients}
-            committed = time.time()
-            await sync_to_async(event_append)(
-                session_id=session.pk, type="bench.tick", payload={"k": k}
-            )
-            deadline = time.monotonic() + 5
-            live = [c for c in clients if c.connected.is_set()]
-            while time.monotonic() < deadline and any(
-                len(c.arrivals) == before[id(c)] for c in live
-            ):
-                await asyncio.sleep(0.002)
-            got = []
-            for c in live:
-                if len(c.arrivals) > before[id(c)]:
-                    got.append((max(c.arrivals.values()) - committed) * 1000)
-                else:
-                    missing += 1
-            latencies += got
-            if got:
-                slowest.append(max(got))
-            await asyncio.sleep(0.3)
-        if latencies:
-            result["latency_p50_ms"] = round(statistics.median(latencies), 1)
-            result["latency_p95_ms"] = round(percentile(latencies, 95), 1)
-            result["last_stream_p95_ms"] = round(percentile(slowest, 95), 1)
-        result["missed"] = missing
+        spy = None
+        if args.py_spy:
+            seconds = args.events * (EVENT_GAP_SECONDS + 0.2)
+            spy = start_py_spy(args.py_spy, pid, temp / f"py-spy-{mode}-{n}.txt", seconds)
+            time.sleep(1.0)
+        committed: dict[int, float] = {}
+        clients.send("cpu")
+        cpu_start = proc_stat(pid)[0]
+        for k in range(args.events):
+            at = time.time()
+            event_append(session_id=session.pk, type="bench.tick", payload={"k": k})
+            seq = last_event_seq(session=session)
+            committed[seq] = at
+            clients.wait_all(seq, EVENT_DEADLINE_SECONDS)
+            time.sleep(EVENT_GAP_SECONDS)
+        server_cpu = proc_stat(pid)[0] - cpu_start
+        arrivals, client_cpu = clients.report()
+        result.update(latency_figures(committed, arrivals, result["connected"]))
+        result["server_cpu_ms_per_event"] = round(server_cpu / args.events * 1000, 1)
+        result["client_cpu_ms_per_event"] = round(client_cpu / args.events * 1000, 1)
+        if spy is not None:
+            spy.wait()
+            result["py_spy"] = str(temp / f"py-spy-{mode}-{n}.txt")
     finally:
-        for c in clients:
-            c.close()
-        await asyncio.sleep(0.2)
-        stop_server(server)
+        if clients is not None:
+            clients.close()
+        server.stop()
+    return result
+
+
+# ------------------------------------------------------------------ the floor
+
+
+async def _bare_server(port: int, frame_ready: bytes) -> None:
+    """Accept streams; on `POST /tick?seq=N` write one frame with id N to every other one."""
+    streams: list[asyncio.WriteTransport] = []
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n"
+
+    class Peer(asyncio.Protocol):
+        def connection_made(self, transport):
+            self.transport = transport
+            self.buffer = b""
+
+        def data_received(self, data):
+            self.buffer += data
+            if b"\r\n\r\n" not in self.buffer:
+                return
+            line = self.buffer.split(b"\r\n", 1)[0]
+            if line.startswith(b"POST /tick"):
+                seq = line.split(b"seq=")[1].split(b" ")[0]
+                frame = b"id: " + seq + frame_ready
+                for stream in streams:
+                    stream.write(frame)
+                self.transport.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+                self.transport.close()
+            else:
+                self.transport.write(head + b"id: 1" + frame_ready)
+                streams.append(self.transport)
+
+    server = await asyncio.get_running_loop().create_server(Peer, "127.0.0.1", port, backlog=4096)
+    async with server:
+        await server.serve_forever()
+
+
+def _bare_server_process(port: int, frame_ready: bytes) -> None:
+    with contextlib.suppress(KeyboardInterrupt):
+        try:
+            import uvloop
+
+            uvloop.run(_bare_server(port, frame_ready))
+        except ImportError:
+            asyncio.run(_bare_server(port, frame_ready))
+
+
+def measure_floor(*, n: int, args) -> dict:
+    """The clients against a server that only writes: what the clients and kernel cost."""
+    import http.client
+    import socket
+
+    from sessions.events import format_event  # the hub's own frame, so sizes match
+
+    frame = format_event(seq=0, type="bench.tick", payload={"k": 0}).encode()
+    context = multiprocessing.get_context("spawn")
+    port = args.port + 1
+    server = context.Process(
+        target=_bare_server_process, args=(port, frame[len(b"id: 0") :]), daemon=True
+    )
+    server.start()
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    clients = Clients(min(args.clients, n), port, "/events", "-", n)
+    result: dict = {"mode": "floor", "n": n}
+    try:
+        result["connected"] = clients.connected(90)
+        committed: dict[int, float] = {}
+        clients.send("cpu")
+        for k in range(args.events):
+            seq = k + 2
+            committed[seq] = time.time()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", f"/tick?seq={seq}")
+            conn.getresponse().read()
+            conn.close()
+            clients.wait_all(seq, EVENT_DEADLINE_SECONDS)
+            time.sleep(EVENT_GAP_SECONDS)
+        arrivals, client_cpu = clients.report()
+        result.update(latency_figures(committed, arrivals, result["connected"]))
+        result["client_cpu_ms_per_event"] = round(client_cpu / args.events * 1000, 1)
+    finally:
+        clients.close()
+        server.kill()
+        server.join()
     return result
 
 
@@ -249,6 +445,9 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=10.0)
     parser.add_argument("--events", type=int, default=20)
     parser.add_argument("--port", type=int, default=8750)
+    parser.add_argument("--clients", type=int, default=2, help="client processes")
+    parser.add_argument("--no-floor", action="store_true", help="skip the bare-server floor")
+    parser.add_argument("--py-spy", default="", help="a py-spy binary: sample the server")
     args = parser.parse_args()
 
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
@@ -278,27 +477,25 @@ def main() -> None:
     world, _ = World.objects.get_or_create(
         world_id="bench-streams", defaults={"name": "Bench", "description": "", "owner": user}
     )
-    session = session_create(owner=user, world=world)
     web = DjangoClient()
     web.force_login(user)
     cookie = web.cookies["sessionid"].value
 
-    runs = [("poll", args.poll_n)] + [("push", int(x)) for x in args.n.split(",") if x]
-    print(f"bench/streams.py: {os.cpu_count()} cores, idle {args.idle} s, {args.events} events")
+    sizes = [int(x) for x in args.n.split(",") if x]
+    runs = [("poll", args.poll_n)] if args.poll_n else []
+    runs += [("push", n) for n in sizes]
+    print(
+        f"bench/streams.py: {os.cpu_count()} cores, idle {args.idle} s, {args.events} events, "
+        f"{args.clients} client processes"
+    )
     for mode, n in runs:
-        result = asyncio.run(
-            measure(
-                mode=mode,
-                n=n,
-                port=args.port,
-                session=session,
-                cookie=cookie,
-                idle=args.idle,
-                events=args.events,
-                log=temp / f"server-{mode}-{n}.log",
-            )
-        )
+        # A session per run: every stream's replay is the one session.created event.
+        session = session_create(owner=user, world=world)
+        result = measure(mode=mode, n=n, args=args, session=session, cookie=cookie, temp=temp)
         print(json.dumps(result), flush=True)
+    if not args.no_floor:
+        for n in sizes:
+            print(json.dumps(measure_floor(n=n, args=args)), flush=True)
 
 
 if __name__ == "__main__":

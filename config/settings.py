@@ -336,7 +336,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # that reads the database every 200 ms, kept so bench/streams.py can measure it beside.
 COVEL_EVENT_STREAM = env_str("COVEL_EVENT_STREAM", "push")
 # "local" (this machine's processes), "redis" (every process behind REDIS_URL), "postgres"
-# (LISTEN/NOTIFY); empty: redis when REDIS_URL is set, else local.
+# (LISTEN/NOTIFY); empty: redis when REDIS_URL is set, else postgres on PostgreSQL, else local.
 COVEL_NOTIFY_BACKEND = env_str("COVEL_NOTIFY_BACKEND")
 COVEL_NOTIFY_REDIS_URL = env_str("COVEL_NOTIFY_REDIS_URL")
 # Where the local backend's processes bind their wake-up sockets.

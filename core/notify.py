@@ -7,14 +7,16 @@ lost notification costs latency, never a row (a subscriber that reconnects is wo
 an `on_commit` callback). `subscribe(channel)` is awaited on an event loop and gives a
 `Subscription` whose `wait(timeout)` costs no thread, no query and no connection while idle.
 
-Backends (settings.COVEL_NOTIFY_BACKEND; the default follows REDIS_URL):
+Backends (settings.COVEL_NOTIFY_BACKEND; by default "redis" when REDIS_URL is set, else
+"postgres" when the database is PostgreSQL, else "local"):
 - "local": the embedded default. Subscribers in the same process are woken directly; other
   processes on the machine (the Celery worker writes job events; a second web process) get a
   one-datagram wake-up through a Unix socket each listening process binds in one folder.
 - "redis": one PSUBSCRIBE per process on the channel prefix, so an event written by any process
   on any machine reaches every stream; a dropped Redis connection wakes every subscriber.
 - "postgres": LISTEN/NOTIFY on one PostgreSQL channel, the channel name as payload (for a
-  deployment with PostgreSQL and no Redis).
+  deployment with PostgreSQL and no Redis): one extra connection per listening process, opened
+  with the same parameters as Django's own (TLS files and all).
 """
 
 from __future__ import annotations
@@ -312,7 +314,7 @@ class PostgresBackend(_ThreadBackend):
 
         while not self._stop:
             try:
-                with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                with psycopg.connect(self.conninfo, autocommit=True, **LISTEN_OPTIONS) as conn:
                     conn.execute(f"LISTEN {self.PG_CHANNEL}")
                     self._ready.set()
                     self.hub.wake_all()
@@ -329,6 +331,16 @@ class PostgresBackend(_ThreadBackend):
     def close(self) -> None:
         self._stop = True
 
+
+# The listening connection: named, so an operator sees it in pg_stat_activity; TCP keep-alives,
+# so a connection a network cut left dead is noticed (a LISTEN connection never sends).
+LISTEN_OPTIONS = {
+    "application_name": "covel-notify",
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 
 _hub = _Hub()
 _backend: _Backend | None = None
@@ -347,18 +359,39 @@ def _local_folder() -> Path:
 def _pg_conninfo() -> str:
     from django.db import connection
 
-    params = connection.get_connection_params()
-    keys = ("host", "port", "dbname", "user", "password", "sslmode")
-    return " ".join(f"{k}={params[k]}" for k in keys if params.get(k) not in (None, ""))
+    return pg_conninfo(connection.get_connection_params())
+
+
+def pg_conninfo(params: dict[str, Any]) -> str:
+    """Django's connection parameters as a libpq conninfo: every libpq keyword among them (so
+    TLS options such as sslrootcert come along), values quoted (a password may hold spaces);
+    Django's own (cursor_factory, context, ...) left out."""
+    from psycopg import pq
+    from psycopg.conninfo import make_conninfo
+
+    keywords = {option.keyword.decode() for option in pq.Conninfo.get_defaults()}
+    return make_conninfo(
+        **{k: v for k, v in params.items() if k in keywords and v not in (None, "")}
+    )
+
+
+def _default_kind() -> str:
+    """Redis when there is one; else PostgreSQL's LISTEN/NOTIFY, which reaches every machine
+    of the deployment; else (SQLite: one machine) this machine's sockets."""
+    from django.db import connections
+
+    if getattr(settings, "REDIS_URL", ""):
+        return "redis"
+    if connections["default"].vendor == "postgresql":
+        return "postgres"
+    return "local"
 
 
 def backend() -> _Backend:
     global _backend
     with _backend_lock:
         if _backend is None:
-            kind = getattr(settings, "COVEL_NOTIFY_BACKEND", "") or (
-                "redis" if getattr(settings, "REDIS_URL", "") else "local"
-            )
+            kind = getattr(settings, "COVEL_NOTIFY_BACKEND", "") or _default_kind()
             if kind == "redis":
                 url = getattr(settings, "COVEL_NOTIFY_REDIS_URL", "") or settings.REDIS_URL
                 _backend = RedisBackend(_hub, url)

@@ -7,7 +7,9 @@ Pushed (the default): a stream is an async generator on the server's event loop.
 the session's notification channel (core/notify.py; `_events_write` publishes after each
 commit), so an idle stream costs no query, no thread and no database connection, only a
 keep-alive comment now and then. Every stream of one session in a process shares one feed:
-one subscription and one read per notification, however many tabs watch the session. A
+one subscription and one read per notification, however many tabs watch the session; the feed
+wakes each waiting stream through one future and ticks the keep-alives for all of them, so a
+thousand streams cost no timer and no event each. A
 stream subscribes before it replays, so a row committed while it (re)connects is read either
 by the replay or after the wake-up it causes; seqs already sent are skipped, so none repeats.
 
@@ -18,10 +20,12 @@ thread per stream reads the database every 200 ms.
 from __future__ import annotations
 
 import asyncio
+import bisect
+import contextlib
 import json
+import logging
 import time
 import uuid
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -34,6 +38,8 @@ from django.http import HttpRequest, StreamingHttpResponse
 from core import notify
 from eventlog.selectors import events_after
 
+log = logging.getLogger(__name__)
+
 POLL_SECONDS = 0.2
 KEEPALIVE_SECONDS = 1.0  # polled streams: also how soon a closed browser tab frees its thread
 # Pushed streams: proxies drop a connection silent for a minute; the comment keeps it open.
@@ -44,7 +50,12 @@ MAX_WAIT_SECONDS = 55.0
 PUSH_DEFAULT_WAIT_SECONDS = 600.0
 PUSH_MAX_WAIT_SECONDS = 3600.0
 READ_LIMIT = 500
+# A feed keeps this many of the rows it read (a turn's burst, many times over), and none once
+# idle; a stream further behind reads the database.
+RECENT_ROWS = 200
 RETRY_MS = 1000
+RETRY_FRAME = f"retry: {RETRY_MS}\n\n".encode()
+KEEPALIVE_FRAME = b": keep-alive\n\n"
 
 
 def pushed() -> bool:
@@ -97,8 +108,22 @@ def stream_events(
         time.sleep(POLL_SECONDS)
 
 
-def sse_response(stream: Iterator[str] | AsyncIterator[str]) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
+class _PushedResponse(StreamingHttpResponse):
+    """A pushed stream yields bytes ready to send: the server gets them as they are, without
+    the two generators StreamingHttpResponse wraps around every chunk (at 1,000 streams that is
+    2,000 generator steps per event)."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        if not self.is_async:  # a middleware swapped in a plain iterator: Django's own way
+            return super().__aiter__()
+        return self._iterator
+
+
+def sse_response(
+    stream: Iterator[str] | AsyncIterator[str | bytes], *, pushed: bool = False
+) -> StreamingHttpResponse:
+    kind = _PushedResponse if pushed else StreamingHttpResponse
+    response = kind(stream, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx must not buffer a live stream
     return response
@@ -156,47 +181,79 @@ async def read_rows(session_id: uuid.UUID, after: int) -> list[Row]:
     return await _read_in_caller(session_id, after)
 
 
-class _Follower:
-    """One stream's place in a feed: its cursor and the rows the feed handed it."""
-
-    def __init__(self, cursor: int) -> None:
-        self.cursor = cursor
-        self.pending: deque[Row] = deque()
-        self.woken = asyncio.Event()
-
-
 class _Feed:
-    """The streams of one session on one event loop: one subscription, one read per wake-up."""
+    """The streams of one session on one event loop: one subscription, one read per wake-up.
+
+    The rows a read finds are kept (the last RECENT_ROWS) for every stream to take the ones
+    after its own cursor; a stream whose cursor is older than what is kept reads the database
+    itself, so none misses a row. A waiting stream holds one future, which the feed resolves
+    after a read ("rows") or at its keep-alive tick ("tick"): no per-stream timer, no
+    per-stream event, whatever the number of streams."""
 
     feeds: dict[tuple[int, str], _Feed] = {}
 
     def __init__(self, session_id: uuid.UUID, key: tuple[int, str]) -> None:
         self.session_id = session_id
         self.key = key
-        self.followers: set[_Follower] = set()
+        self.streams = 0
         self.sub: notify.Subscription | None = None
         self.ready = asyncio.Event()
         self.task: asyncio.Task | None = None
+        self.recent: list[Row] = []
+        self.last: int | None = None  # every row up to this seq is known to the streams
+        self.waiters: list[asyncio.Future[str]] = []
 
     @classmethod
-    async def join(cls, session_id: uuid.UUID, follower: _Follower) -> _Feed:
+    async def join(cls, session_id: uuid.UUID) -> _Feed:
         key = (id(asyncio.get_running_loop()), str(session_id))
         feed = cls.feeds.get(key)
         if feed is None:
             feed = cls.feeds[key] = cls(session_id, key)
             feed.task = asyncio.get_running_loop().create_task(feed._run())
-        feed.followers.add(follower)
-        await feed.ready.wait()
-        if feed.sub is None:  # the subscription failed; the stream falls back to its timeout
+        feed.streams += 1
+        try:
+            await feed.ready.wait()
+        except BaseException:
+            feed.leave()
+            raise
+        if feed.sub is None:  # the subscription failed; the stream falls back to reading
+            feed.leave()
             raise RuntimeError("the notification channel is not available")
         return feed
 
-    def leave(self, follower: _Follower) -> None:
-        self.followers.discard(follower)
-        if not self.followers and self.feeds.get(self.key) is self:
+    def leave(self) -> None:
+        self.streams -= 1
+        if self.streams <= 0 and self.feeds.get(self.key) is self:
             del self.feeds[self.key]
             if self.task is not None:
                 self.task.cancel()
+
+    def caught_up(self, cursor: int) -> None:
+        """A stream replayed the database up to cursor: the feed's reads start after it."""
+        if self.last is None:
+            self.last = cursor
+
+    def rows_after(self, cursor: int) -> list[Row] | None:
+        """The kept rows after cursor; None when they no longer reach back to it."""
+        if self.last is None:
+            return None
+        if cursor >= self.last:
+            return []
+        if not self.recent or self.recent[0][0] > cursor + 1:
+            return None
+        return self.recent[bisect.bisect_right(self.recent, cursor, key=_seq) :]
+
+    async def wait(self) -> str:
+        """Until the next read ("rows") or keep-alive tick ("tick")."""
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        return await waiter
+
+    def _wake(self, why: str) -> None:
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if not waiter.done():  # a stream cancelled while it waited
+                waiter.set_result(why)
 
     async def _run(self) -> None:
         try:
@@ -205,27 +262,40 @@ class _Feed:
             finally:
                 self.ready.set()
             while True:
-                await self.sub.wait(None)
-                if self.followers:
-                    await self._deliver()
+                if await self.sub.wait(PUSH_KEEPALIVE_SECONDS):
+                    await self._read()
+                    self._wake("rows")
+                else:
+                    # Quiet for a while: every waiting stream has taken every row, and one that
+                    # is not waiting reads the database. An idle session keeps no rows.
+                    self.recent = []
+                    self._wake("tick")
         finally:
             if self.sub is not None:
                 self.sub.close()
             if self.feeds.get(self.key) is self:
                 del self.feeds[self.key]
 
-    async def _deliver(self) -> None:
-        after = min(f.cursor for f in self.followers)
-        while True:
-            rows = await read_rows(self.session_id, after)
-            for follower in list(self.followers):
-                mine = [row for row in rows if row[0] > follower.cursor]
-                if mine:
-                    follower.pending.extend(mine)
-                    follower.woken.set()
-            if len(rows) < READ_LIMIT:
-                return
-            after = rows[-1][0]
+    async def _read(self) -> None:
+        """The rows after the last known one, kept for the streams. If the read fails, the
+        feed forgets what it kept: each stream then reads the database itself (and ends, for
+        its browser to reconnect, if that fails too)."""
+        try:
+            while self.last is not None:
+                rows = await read_rows(self.session_id, self.last)
+                newer = [row for row in rows if row[0] > self.last]
+                if newer:
+                    self.recent = (self.recent + newer)[-RECENT_ROWS:]
+                    self.last = newer[-1][0]
+                if len(rows) < READ_LIMIT:
+                    return
+        except Exception:
+            log.warning("a feed could not read session %s", self.session_id, exc_info=True)
+            self.recent, self.last = [], None
+
+
+def _seq(row: Row) -> int:
+    return row[0]
 
 
 def shed_request_thread() -> None:
@@ -252,58 +322,77 @@ async def stream_events_pushed(
     after: int,
     wait: float,
     until: Callable[[dict[str, Any]], bool] | None = None,
-) -> AsyncIterator[str | bytes]:
+) -> AsyncIterator[bytes]:
     """Events with seq > after; follows new ones for `wait` seconds, or until `until(event)`."""
     # Here, not in the view: Django's middleware has finished with the response by now.
     await prepare_stream()
-    yield f"retry: {RETRY_MS}\n\n"
+    yield RETRY_FRAME
     deadline = time.monotonic() + wait
-    follower = _Follower(after)
+    cursor = after
     feed: _Feed | None = None
     try:
         # Subscribed before the replay: a row committed from here on wakes the feed.
-        try:
-            feed = await _Feed.join(session_id, follower)
-        except Exception:
-            feed = None
-        replaying = True
+        with contextlib.suppress(Exception):
+            feed = await _Feed.join(session_id)
+        rows: list[Row] | None = None  # None: read the database (the replay)
         while True:
-            if replaying:
-                rows = await read_rows(session_id, follower.cursor)
+            if rows is None:
+                rows = await read_rows(session_id, cursor)
                 replaying = len(rows) == READ_LIMIT
+                if feed is not None and not replaying:
+                    feed.caught_up(rows[-1][0] if rows else cursor)
             else:
-                rows = list(follower.pending)
-                follower.pending.clear()
-            for seq, type, payload, frame in rows:
-                if seq <= follower.cursor:
-                    continue  # the feed and the replay both read it
-                follower.cursor = seq
-                yield frame
-                if until is not None and until({"type": type, "payload": payload}):
-                    return
-            if replaying or follower.pending:
+                replaying = False
+            # Every new frame in one chunk: a burst of events is one write to the socket.
+            frames, cursor, done = _frames(rows, cursor, until)
+            if frames:
+                yield frames
+            if done:
+                return
+            if replaying:
+                rows = None
+            else:
+                rows = feed.rows_after(cursor) if feed is not None else []
+            if rows is None or rows:
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            timeout = min(PUSH_KEEPALIVE_SECONDS, remaining)
             if feed is None:
-                # No notification channel: fall back to reading at every keep-alive.
-                await asyncio.sleep(min(timeout, 1.0))
-                replaying = True
+                # No notification channel: fall back to reading every second.
+                await asyncio.sleep(min(remaining, 1.0))
+                rows = None
                 continue
             try:
-                # asyncio.timeout, not wait_for: no extra task per wake-up (1,000 streams).
-                async with asyncio.timeout(timeout):
-                    await follower.woken.wait()
+                if remaining < PUSH_KEEPALIVE_SECONDS:
+                    # The stream's end comes before the feed's next tick: a timer of its own.
+                    async with asyncio.timeout(remaining):
+                        why = await feed.wait()
+                else:
+                    why = await feed.wait()
             except TimeoutError:
-                if time.monotonic() < deadline:
-                    yield ": keep-alive\n\n"
-                continue
-            follower.woken.clear()
+                return
+            if why == "tick":
+                yield KEEPALIVE_FRAME
+            rows = feed.rows_after(cursor)
     finally:
         if feed is not None:
-            feed.leave(follower)
+            feed.leave()
+
+
+def _frames(
+    rows: list[Row], cursor: int, until: Callable[[dict[str, Any]], bool] | None
+) -> tuple[bytes, int, bool]:
+    """The frames of the rows after cursor, the new cursor, and whether `until` was met."""
+    frames = []
+    for seq, type, payload, frame in rows:
+        if seq <= cursor:
+            continue  # the feed and the replay both read it
+        cursor = seq
+        frames.append(frame)
+        if until is not None and until({"type": type, "payload": payload}):
+            return b"".join(frames), cursor, True
+    return b"".join(frames), cursor, False
 
 
 async def prepare_stream() -> None:
@@ -341,5 +430,6 @@ def stream_response(
     if not pushed():
         return sse_response(_polled(polled))
     return sse_response(
-        stream_events_pushed(session_id=session_id, after=after, wait=wait, until=until)
+        stream_events_pushed(session_id=session_id, after=after, wait=wait, until=until),
+        pushed=True,
     )

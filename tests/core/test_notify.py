@@ -107,3 +107,48 @@ def test_an_unknown_backend_is_refused_by_name(backend_settings):
     backend_settings.COVEL_NOTIFY_BACKEND = "carrier-pigeon"
     with pytest.raises(ValueError, match="carrier-pigeon"):
         notify.backend()
+
+
+def test_the_listen_connection_gets_every_libpq_parameter_quoted():
+    """The PostgreSQL listener connects as Django does: a password with a space and a quote,
+    and TLS files from OPTIONS, survive; Django's own parameters are not handed to libpq."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = {
+        "dbname": "covel",
+        "host": "db.internal",
+        "port": 5432,
+        "user": "covel",
+        "password": "it's a secret",
+        "sslmode": "verify-full",
+        "sslrootcert": "/etc/covel/root.crt",
+        "client_encoding": "UTF8",
+        "cursor_factory": object,
+        "context": object(),
+        "prepare_threshold": None,
+    }
+    assert conninfo_to_dict(notify.pg_conninfo(params)) == {
+        "dbname": "covel",
+        "host": "db.internal",
+        "port": "5432",
+        "user": "covel",
+        "password": "it's a secret",
+        "sslmode": "verify-full",
+        "sslrootcert": "/etc/covel/root.crt",
+        "client_encoding": "UTF8",
+    }
+
+
+@pytest.mark.django_db
+def test_the_default_backend_is_redis_then_postgres_then_local(backend_settings):
+    from django.db import connection
+
+    backend_settings.COVEL_NOTIFY_BACKEND = ""
+    backend_settings.REDIS_URL = "redis://127.0.0.1:6379/5"
+    assert notify.backend().name == "redis"
+    notify.reset()
+    backend_settings.REDIS_URL = ""
+    # Without Redis: LISTEN/NOTIFY reaches every machine of a PostgreSQL deployment; SQLite is
+    # one machine, whose processes the local sockets reach.
+    expected = "postgres" if connection.vendor == "postgresql" else "local"
+    assert notify.backend().name == expected

@@ -1,5 +1,7 @@
 """Real web servers for the stream tests: uvicorn processes on the test database, and a small
-SSE reader over a raw HTTP connection (so a test can cut it like a closed browser tab)."""
+SSE reader over a raw HTTP connection (so a test can cut it like a closed browser tab).
+
+bench/streams.py starts its servers with the same `Server`."""
 
 from __future__ import annotations
 
@@ -29,9 +31,11 @@ def database_url() -> str:
 
 
 class Server:
-    """One uvicorn process serving the hub on 127.0.0.1:port."""
+    """One uvicorn process serving the hub on 127.0.0.1:port (`args`: more uvicorn options)."""
 
-    def __init__(self, port: int, env: dict[str, str], log: Path) -> None:
+    def __init__(
+        self, port: int, env: dict[str, str], log: Path, args: tuple[str, ...] = ()
+    ) -> None:
         self.port = port
         self.log = log
         self.proc = subprocess.Popen(
@@ -48,6 +52,7 @@ class Server:
                 "off",
                 "--timeout-graceful-shutdown",
                 "1",
+                *args,
             ],
             cwd=REPO,
             env={**os.environ, **env},

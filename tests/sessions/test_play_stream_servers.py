@@ -149,6 +149,88 @@ def test_an_action_posted_to_one_server_reaches_a_stream_on_another(
         other.stop()
 
 
+@pytest.mark.services
+def test_postgres_listen_notify_carries_events_between_two_servers_without_redis(
+    harbor_session, alice, tmp_path
+):
+    """Two servers on PostgreSQL and no Redis: the notify backend is LISTEN/NOTIFY. A turn
+    posted to one reaches a stream on the other; a stream cut and reopened with Last-Event-ID
+    on the other server gets the turn it missed and the next one, every seq exactly once."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's (the PostgreSQL pass runs this)")
+    env = {
+        "DATABASE_URL": servers.database_url(),
+        "REDIS_URL": "",
+        "COVEL_NOTIFY_BACKEND": "",  # the default without Redis on PostgreSQL: "postgres"
+        "DB_POOL": "true",
+        "COVEL_VAR_DIR": str(tmp_path / "var"),
+    }
+    one = servers.Server(next(PORTS), env, tmp_path / "one.log")
+    other = servers.Server(next(PORTS), env, tmp_path / "other.log")
+    cookie = servers.session_cookie(alice)
+
+    def post(message: str) -> None:
+        status, body = servers.post_json(
+            one.port, f"/api/sessions/{harbor_session.pk}/actions", {"message": message}, cookie
+        )
+        assert status == 200, body
+
+    def until_committed(stream: servers.Stream, seen: list[int]) -> list[str]:
+        kinds = []
+        while "turn.committed" not in kinds:
+            event = stream.next_event(timeout=10)
+            seen.append(event["id"])
+            kinds.append(event["type"])
+        return kinds
+
+    try:
+        seen: list[int] = []
+        stream = servers.Stream(other.port, harbor_session.pk, cookie)
+        seen.append(stream.next_event()["id"])  # session.created: the stream is live
+        assert listeners(connection) == 1  # the other server's, opened by its first stream
+        post("Across.")
+        assert until_committed(stream, seen)[0] == "turn.started"
+        stream.cut()
+        post("While nobody watches.")  # the stream is gone: only the replay can bring it
+        stream = servers.Stream(other.port, harbor_session.pk, cookie, last_id=seen[-1])
+        until_committed(stream, seen)  # the missed turn, replayed
+        # A stream on the writing server too: its own NOTIFY comes back to its listener.
+        mine = servers.Stream(one.port, harbor_session.pk, cookie, last_id=seen[-1])
+        deadline = time.monotonic() + 10
+        while listeners(connection) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the headers come before the stream has subscribed
+        assert listeners(connection) == 2
+        post("Live again.")
+        before = len(seen)
+        until_committed(stream, seen)  # woken by NOTIFY from the first server
+        on_one: list[int] = []
+        until_committed(mine, on_one)
+        assert on_one == seen[before:]
+        stream.cut()
+        mine.cut()
+        last = SessionEvent.objects.filter(session=harbor_session).order_by("-seq").first().seq
+        assert seen == list(range(1, last + 1))  # every seq, in order, exactly once
+        for server in (one, other):
+            log = server.log.read_text()
+            for trouble in ("could not publish", "lost PostgreSQL", "did not confirm"):
+                assert trouble not in log, log[-3000:]
+    finally:
+        one.stop()
+        other.stop()
+
+
+def listeners(connection) -> int:
+    """The LISTEN connections (core/notify.py names them covel-notify) on the test database."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'covel-notify' "
+            "AND datname = current_database() AND query LIKE 'LISTEN %%'"
+        )
+        return cursor.fetchone()[0]
+
+
 support_fixtures = support  # the module's fixtures stay imported for pytest
 
 
