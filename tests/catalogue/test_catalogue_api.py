@@ -122,7 +122,9 @@ def test_filters_combine(client, catalogue):
     assert {i["id"] for i in body["items"]} == {"storyteller", "dice-extra"}
     response = client.get("/api/packages?tag=mode:story&tag=cost:llm")
     assert [i["id"] for i in response.json()["items"]] == ["storyteller"]  # AND
-    assert {i["id"] for i in get(client, "/api/packages", kind="core")[1]["items"]} == {"storyteller"}
+    assert {i["id"] for i in get(client, "/api/packages", kind="core")[1]["items"]} == {
+        "storyteller"
+    }
     assert {i["id"] for i in get(client, "/api/packages", source="community")[1]["items"]} == {
         "dice-extra"
     }

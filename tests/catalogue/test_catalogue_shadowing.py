@@ -26,8 +26,7 @@ def test_a_users_real_copy_beside_the_bundled_one_is_named_with_the_reason(
     assert (note["source"], note["version"], note["winner"]) == ("user", "3.2.0", "bundled")
     assert "bundled packages come first, then the user folder" in note["reason"]
     assert (
-        "another copy of rapport (version 3.2.0) in the user folder is ignored"
-        in (note["message"])
+        "another copy of rapport (version 3.2.0) in the user folder is ignored" in (note["message"])
     )
     assert "this copy, bundled with the hub, is the one used" in note["message"]
 

@@ -63,10 +63,10 @@ def test_a_refused_save_scrolls_to_the_field(
     page.fill("input[name=password]", "alice-password")
     with page.expect_navigation():
         page.click("form.card button[type=submit]")
-    page.fill("#panel-affinity-decay", "7")  # outside 0..1
+    page.fill("#panel-rapport-decay", "7")  # outside 0..1
     with page.expect_navigation():
-        page.click("#panel-affinity button.save")
+        page.click("#panel-rapport button.save")
     expect(page.locator(".settings-banner")).to_contain_text("Rapport: not saved.")
-    field = page.locator("#panel-affinity-decay")
+    field = page.locator("#panel-rapport-decay")
     expect(field).to_be_in_viewport()
     expect(field).to_be_focused()

@@ -65,7 +65,13 @@ def test_no_page_carries_inline_script_handlers_or_styles(
 ) -> None:
     session = harbor_session
     pages = {
-        None: ["/", "/packages/storyteller/", "/packages/rapport/", "/accounts/login/", "/nowhere/"],
+        None: [
+            "/",
+            "/packages/storyteller/",
+            "/packages/rapport/",
+            "/accounts/login/",
+            "/nowhere/",
+        ],
         alice: [
             "/worlds/",
             "/worlds/harbor-nights/",

@@ -54,8 +54,8 @@ def test_a_refused_save_shows_a_banner_linking_to_the_field(client, own_harbor, 
     html = answer.content.decode()
     banner = re.search(r'<div class="banner error settings-banner"(.*?)</div>', html, re.S)
     assert banner, "no banner"
-    assert 'data-scroll-to="panel-affinity-intensity"' in banner.group(1)
-    assert '<a href="#panel-affinity-intensity">Intensity</a>' in banner.group(1)
+    assert 'data-scroll-to="panel-rapport-intensity"' in banner.group(1)
+    assert '<a href="#panel-rapport-intensity">Intensity</a>' in banner.group(1)
     # The banner comes before the world's heading: at the top of the page.
     assert html.index("settings-banner") < html.index("<h1>")
     field = html[html.index('data-key="intensity"') :]

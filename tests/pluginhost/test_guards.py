@@ -81,5 +81,7 @@ def test_a_guard_reads_data_and_settings_but_cannot_write(host, callbacks, make_
 def test_a_runtime_without_a_guard_is_refused_clearly(host, callbacks):
     storyteller = load_package(str(PLUGINS / "storyteller")).manifest
     with pytest.raises(PluginCallError) as error:
-        plugin_guard_call(manifest=storyteller, runtime="storyteller", callbacks=callbacks, host=host)
+        plugin_guard_call(
+            manifest=storyteller, runtime="storyteller", callbacks=callbacks, host=host
+        )
     assert error.value.code == "guard_not_found"

@@ -136,16 +136,28 @@ def test_it_loads_with_registrations_matching_contributes(host: NodeHost, packag
 
 def test_the_narrator_is_reproducible_for_a_seed(host: NodeHost) -> None:
     first = run(
-        host, "storyteller", "storyteller", playerMessage="I open the gate.", seed="turn-7", world=WORLD
+        host,
+        "storyteller",
+        "storyteller",
+        playerMessage="I open the gate.",
+        seed="turn-7",
+        world=WORLD,
     )
     again = run(
-        host, "storyteller", "storyteller", playerMessage="I open the gate.", seed="turn-7", world=WORLD
+        host,
+        "storyteller",
+        "storyteller",
+        playerMessage="I open the gate.",
+        seed="turn-7",
+        world=WORLD,
     )
     assert first.outcome == "success" and first.result == again.result
     text = first.result["value"]["narrativeOutput"]
     assert "You open the gate" in text and ("Mara" in text or "Captain Hale" in text)
     assert "Ash" not in text  # the player's own character never witnesses the deed
-    jsonschema.validate(first.result["value"], output_schema(manifest_of("storyteller"), "storyteller"))
+    jsonschema.validate(
+        first.result["value"], output_schema(manifest_of("storyteller"), "storyteller")
+    )
     others = {
         run(
             host, "storyteller", "storyteller", playerMessage="I wait.", seed=f"s{i}", world=WORLD

@@ -119,7 +119,9 @@ def test_the_story_agent_narrates_only_once_a_story_slot_is_configured(db, alice
     support.index_bundled("storyteller", "story-agent")
     world = support.make_world(owner=alice, plugins=[])
     without = session_create(owner=alice, world=world)
-    assert "storyteller" in without.resolved_plugins and "story-agent" not in without.resolved_plugins
+    assert (
+        "storyteller" in without.resolved_plugins and "story-agent" not in without.resolved_plugins
+    )
 
     ModelSlot.objects.create(name="story", base_url="http://127.0.0.1:9/v1", model="m")
     with_slot = session_create(owner=alice, world=world)
@@ -129,7 +131,8 @@ def test_the_story_agent_narrates_only_once_a_story_slot_is_configured(db, alice
 
     declined = session_create(owner=alice, world=world, excluded=["story-agent"])
     assert (
-        "storyteller" in declined.resolved_plugins and "story-agent" not in declined.resolved_plugins
+        "storyteller" in declined.resolved_plugins
+        and "story-agent" not in declined.resolved_plugins
     )
 
 

@@ -15,7 +15,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_a_player_creates_a_session_and_plays_two_turns(page, live_server, alice):
     index_bundled("storyteller", "word-count", "dice", "notebook")
     make_world(
-        owner=alice, plugins=["word-count", "notebook"], settings={"storyteller": {"style": "terse"}}
+        owner=alice,
+        plugins=["word-count", "notebook"],
+        settings={"storyteller": {"style": "terse"}},
     )
 
     page.goto(f"{live_server.url}/accounts/login/?next=/sessions/new/?world=harbor")
@@ -42,7 +44,9 @@ def test_a_player_creates_a_session_and_plays_two_turns(page, live_server, alice
     expect(story).to_have_count(1)
     expect(story.nth(0).locator(".player-line")).to_have_text("I open the gate.")
     expect(story.nth(0).locator(".narrative")).to_contain_text("You open the gate")
-    expect(page.locator('#runtimes li[data-runtime="storyteller"] .status')).to_have_text("succeeded")
+    expect(page.locator('#runtimes li[data-runtime="storyteller"] .status')).to_have_text(
+        "succeeded"
+    )
     # The notebook agent has no model here: the page says so once, as a note for staff rather
     # than a red failure, and the turn goes on.
     notebook = page.locator('#runtimes li[data-runtime="notebook"]')

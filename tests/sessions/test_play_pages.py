@@ -86,7 +86,11 @@ def test_plugin_text_is_escaped_on_the_play_page(db, alice):
         narrative_text="<script>alert(1)</script>",
     )
     PluginData.objects.create(
-        session=session, plugin_id="storyteller", namespace="n", key="<i>k</i>", value={"x": "<img>"}
+        session=session,
+        plugin_id="storyteller",
+        namespace="n",
+        key="<i>k</i>",
+        value={"x": "<img>"},
     )
     page = login(alice).get(f"/sessions/{session.pk}/").content.decode()
     assert (

@@ -183,7 +183,9 @@ def test_needs_gate_names_the_upstream_that_did_not_succeed(pkg):
 
 
 def test_required_inputs_from_earlier_stages_gate_across_the_barrier(bundled):
-    plan = plan_turn(manifests=[bundled["storyteller"], bundled["notebook"]], phase="playing", turn=1)
+    plan = plan_turn(
+        manifests=[bundled["storyteller"], bundled["notebook"]], phase="playing", turn=1
+    )
     assert plan.by_id["notebook"].upstream == ()  # the stage barrier orders them
     skip = plan.gate("notebook", {"storyteller": "failed"})
     assert skip is not None and "requires input narrative from storyteller" in skip.reason

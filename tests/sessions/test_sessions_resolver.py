@@ -26,7 +26,9 @@ def code(resolution: Resolution, package: str) -> str | None:
 
 
 def test_it_adds_core_packages_and_fills_requires_with_the_default(pkg):
-    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg(
+        "storyteller", kind="core", provides=[{"contract": "story@1", "default": True}]
+    )
     notes = pkg("notes", requires=["story@1"])
     result = run([storyteller, notes], ["notes"])
     assert result.active == ("storyteller", "notes")
@@ -55,7 +57,9 @@ def test_unknown_plugin(pkg):
 
 
 def test_excluded_core_package_stays_out_even_as_a_provider(pkg):
-    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg(
+        "storyteller", kind="core", provides=[{"contract": "story@1", "default": True}]
+    )
     notes = pkg("notes", requires=["story@1"])
     result = run([storyteller, notes], ["notes"], excluded={"storyteller"})
     assert result.active == ()
@@ -127,7 +131,9 @@ def test_two_non_default_providers_fall_back_to_the_default(pkg):
 
 
 def test_a_default_provider_steps_aside_for_a_requested_provider(pkg):
-    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg(
+        "storyteller", kind="core", provides=[{"contract": "story@1", "default": True}]
+    )
     bard = pkg("bard", provides=["story@1"])
     notes = pkg("notes", requires=["story@1"])
     # The session form pre-selects core packages, so the storyteller is requested too.
@@ -139,7 +145,9 @@ def test_a_default_provider_steps_aside_for_a_requested_provider(pkg):
 
 
 def test_a_default_comes_back_when_its_replacement_is_dropped(pkg):
-    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg(
+        "storyteller", kind="core", provides=[{"contract": "story@1", "default": True}]
+    )
     bard = pkg("bard", provides=["story@1"], requires=["lute@1"])
     notes = pkg("notes", requires=["story@1"])
     result = run([storyteller, bard, notes], ["notes", "bard"])
@@ -177,7 +185,9 @@ def test_a_conflict_is_about_other_providers_only(pkg):
 
 
 def test_every_outcome_has_a_sentence(pkg):
-    storyteller = pkg("storyteller", kind="core", provides=[{"contract": "story@1", "default": True}])
+    storyteller = pkg(
+        "storyteller", kind="core", provides=[{"contract": "story@1", "default": True}]
+    )
     bard = pkg("bard", provides=["story@1"])
     result = run([storyteller, bard], ["bard", "ghost"])
     for history in result.outcomes.values():

@@ -54,8 +54,7 @@ def test_session_values_override_world_presets(packages, harbor, alice_session, 
         == "gentle"
     )
     assert (
-        user_settings_for(package_id="rapport", world=None, session=alice_session)["intensity"]
-        == 7
+        user_settings_for(package_id="rapport", world=None, session=alice_session)["intensity"] == 7
     )
 
 

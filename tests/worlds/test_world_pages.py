@@ -72,34 +72,34 @@ def test_world_list_costs_the_same_queries_for_many_worlds(
 def test_world_page_renders_the_right_control_for_each_type(harbor, alice) -> None:
     html = as_user(alice).get(WORLD_URL).content.decode()
     assert (
-        'type="range" id="panel-affinity-intensity" name="setting:intensity" value="7" min="0" max="10" step="1"'
+        'type="range" id="panel-rapport-intensity" name="setting:intensity" value="7" min="0" max="10" step="1"'
         in html
     )
-    assert '<output id="panel-affinity-intensity-value"' in html
+    assert '<output id="panel-rapport-intensity-value"' in html
     assert '<option value="harsh" selected>Harsh</option>' in html  # a select shows its labels
     assert (
-        'type="number" id="panel-affinity-decay" name="setting:decay" value="0.1" min="0" max="1" step="0.05"'
+        'type="number" id="panel-rapport-decay" name="setting:decay" value="0.1" min="0" max="1" step="0.05"'
         in html
     )
     assert (
-        'type="number" id="panel-affinity-max-entries" name="setting:max-entries" value="20" min="1" max="100" step="1"'
+        'type="number" id="panel-rapport-max-entries" name="setting:max-entries" value="20" min="1" max="100" step="1"'
         in html
     )
     assert (
-        'type="checkbox" id="panel-affinity-show-panel" name="setting:show-panel" value="true" checked'
+        'type="checkbox" id="panel-rapport-show-panel" name="setting:show-panel" value="true" checked'
         in html
     )
-    assert '<textarea id="panel-affinity-notes"' in html
+    assert '<textarea id="panel-rapport-notes"' in html
     assert (
-        'type="text" id="panel-affinity-nickname" name="setting:nickname" value="" maxlength="500"'
+        'type="text" id="panel-rapport-nickname" name="setting:nickname" value="" maxlength="500"'
         in html
     )
     assert '<option value="memory">memory</option>' in html  # the slot control offers the slots
     # One panel per plugin the world uses, in its order; where each value comes from is shown.
     assert (
-        html.index('id="panel-affinity"')
+        html.index('id="panel-rapport"')
         < html.index('id="panel-dice"')
-        < html.index('id="panel-narrator"')
+        < html.index('id="panel-storyteller"')
     )
     assert 'id="panel-weather"' not in html
     assert "world preset" in html and "Reset to default (Neutral)" in html
@@ -124,7 +124,7 @@ def test_saving_the_world_panel_writes_db_and_file(harbor, alice) -> None:
     response = as_user(alice).post(
         WORLD_URL, affinity_form(**{"setting:intensity": "9", "setting:tone": "gentle"})
     )
-    assert response.status_code == 302 and response["Location"] == "/worlds/harbor/#panel-affinity"
+    assert response.status_code == 302 and response["Location"] == "/worlds/harbor/#panel-rapport"
     harbor.refresh_from_db()
     # Untouched controls showing inherited values are not pinned as presets, except the toggle
     # that was switched off.
@@ -173,7 +173,7 @@ def test_anonymous_post_is_sent_to_log_in_and_sees_disabled_controls(
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
     html = client.get(WORLD_URL).content.decode()
     assert (
-        'name="setting:intensity" value="7" min="0" max="10" step="1" data-output="panel-affinity-intensity-value" disabled'
+        'name="setting:intensity" value="7" min="0" max="10" step="1" data-output="panel-rapport-intensity-value" disabled'
         in html
     )
     assert "Save Rapport" not in html

@@ -128,8 +128,8 @@ def test_presets_that_do_not_fit_their_package_are_warnings_with_paths(
     [result] = world_sync(dirs=[worlds_root]).results
     assert result.action == "created"
     assert sorted((w.path, w.code) for w in result.warnings) == [
-        ("/pluginSettings/rapport/intensity", "preset-above-max"),
         ("/pluginSettings/dice/colour", "preset-unknown-key"),
+        ("/pluginSettings/rapport/intensity", "preset-above-max"),
         ("/plugins/3", "not-in-catalogue"),
         ("/x-editor-notes", "unknown-field"),
     ]
