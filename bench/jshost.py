@@ -10,12 +10,15 @@ Everything runs through a real Node child over the same framed channel the hub u
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+import django
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -74,6 +77,9 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=7, help="cold starts to time")
     parser.add_argument("--rounds", type=int, default=3, help="alternating warm rounds per host")
     args = parser.parse_args()
+    # Loading a package asks the approved-code store where bundled folders are (settings).
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "bench"
