@@ -20,7 +20,7 @@ def test_typing_keeps_relevance_and_back_restores_the_search(
 ):
     page = viewport_page()
     page.goto(live_server.url + "/")
-    expect(first_card(page)).to_have_attribute("data-package", "rapport")  # by name
+    expect(first_card(page)).to_have_attribute("data-package", "chronicle")  # by name
 
     page.locator("#q").press_sequentially("story", delay=30)
     page.wait_for_url(re.compile(r"q=story"))
@@ -29,8 +29,8 @@ def test_typing_keeps_relevance_and_back_restores_the_search(
     expect(first_card(page)).to_have_attribute("data-package", "story-agent")
     expect(page.locator("select[name=sort]")).to_have_value("")
 
-    page.fill("#q", "inventry")
-    page.wait_for_url(re.compile(r"q=inventry"))
+    page.fill("#q", "satchle")
+    page.wait_for_url(re.compile(r"q=satchle"))
     expect(first_card(page)).to_have_attribute("data-package", "satchel")
 
     page.go_back()
@@ -39,4 +39,4 @@ def test_typing_keeps_relevance_and_back_restores_the_search(
     expect(first_card(page)).to_have_attribute("data-package", "story-agent")
     page.go_back()
     expect(page.locator("#q")).to_have_value("")
-    expect(first_card(page)).to_have_attribute("data-package", "rapport")
+    expect(first_card(page)).to_have_attribute("data-package", "chronicle")

@@ -31,7 +31,7 @@ def test_it_adds_core_packages_and_fills_requires_with_the_default(pkg):
     )
     notes = pkg("notes", requires=["story@1"])
     result = run([storyteller, notes], ["notes"])
-    assert result.active == ("storyteller", "notes")
+    assert result.active == ("notes", "storyteller")
     assert code(result, "storyteller") == "core"
     assert code(result, "notes") == "requested"
     assert result.providers["story@1"] == ("storyteller",)
@@ -151,7 +151,7 @@ def test_a_default_comes_back_when_its_replacement_is_dropped(pkg):
     bard = pkg("bard", provides=["story@1"], requires=["lute@1"])
     notes = pkg("notes", requires=["story@1"])
     result = run([storyteller, bard, notes], ["notes", "bard"])
-    assert result.active == ("storyteller", "notes")
+    assert result.active == ("notes", "storyteller")
     assert code(result, "bard") == "missing-provider"
     assert code(result, "storyteller") == "core"
 
