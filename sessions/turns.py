@@ -840,7 +840,9 @@ class TurnExecutor:
             (value.get("effects") or {}).get("events") or []
         ):
             if isinstance(event, dict) and event.get("topic"):
-                topic, payload = str(event["topic"]), dict(event.get("payload") or {})
+                # Covel's events carry `data` (commit-event.ts); `payload` is the hub's older name.
+                body = event.get("data", event.get("payload"))
+                topic, payload = str(event["topic"]), dict(body if isinstance(body, dict) else {})
                 if frame.depth == 0:
                     self._emitted(planned, topic, payload)
                 else:

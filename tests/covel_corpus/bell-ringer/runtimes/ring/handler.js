@@ -5,6 +5,6 @@ export default async function ring(ctx) {
   return {
     outcome: "success",
     value: { rang: times },
-    effects: { events: [{ topic: "bell.rang", payload: { times, bell: "harbour" } }] },
+    effects: { events: [{ topic: "bell.rang", data: { times, bell: "harbour" } }] },
   };
 }
