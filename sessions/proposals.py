@@ -45,7 +45,7 @@ MEMORY_SCOPES = ("player", "story", "shared")
 # Covel's character types when the world names none of its own, plus the one player character.
 CHARACTER_TYPES = ("player", "npc", "companion")
 CHARACTER_KEYS = {"id", "name", "type", "description", "fields", "version", "expectedVersion"}
-CHARACTER_KEYS |= {"createdAt"}
+CHARACTER_KEYS |= {"createdAt", "mirrorPluginId", "mirrorPluginIds"}
 INTERACTION_TYPES = ("form", "choice", "confirmation")
 
 # A Covel type the hub cannot commit, and why: its commit shows a picture or sound already in
@@ -347,6 +347,24 @@ def _character_upsert(
             raise ProposalRefused(
                 "character-invalid", f"{at}/{name}: must be a positive integer when given"
             )
+    mirrors = payload.get("mirrorPluginIds", [])
+    if not isinstance(mirrors, list) or not all(isinstance(m, str) for m in mirrors):
+        raise ProposalRefused(
+            "character-invalid", f"{at}/mirrorPluginIds: must be an array of strings when given"
+        )
+    if "mirrorPluginId" in payload and not isinstance(payload["mirrorPluginId"], str):
+        raise ProposalRefused(
+            "character-invalid", f"{at}/mirrorPluginId: must be a string when given"
+        )
+    # Covel copies the record into each mirror package's `characters` data; here a package
+    # writes only its own data, so a mirror of another package is refused, not skipped.
+    other = next((m for m in [payload.get("mirrorPluginId"), *mirrors] if m and m != package), None)
+    if other:
+        raise ProposalRefused(
+            "character-mirror-not-owned",
+            f"{at}: {package} cannot mirror character {payload['id']!r} into the data of "
+            f"{other!r}; a package writes only its own data",
+        )
     batch.characters.append((at, dict(payload)))
 
 
@@ -403,13 +421,15 @@ def character_record(
 def character_writes(
     characters: Sequence[tuple[str, Mapping[str, Any]]],
     *,
+    package: str,
     visible: Callable[[], list[Mapping[str, Any]]],
     now: str,
-) -> list[tuple[str, str, list[Mapping[str, Any]]]]:
-    """The SESSION_DATA writes of a run's character upserts. visible() lists the characters the
-    run sees (the world's, then the session's over them); Covel's world checks follow: a known
-    type, at most one player character."""
-    writes: list[tuple[str, str, list[Mapping[str, Any]]]] = []
+) -> list[tuple[str, str, str, list[Mapping[str, Any]]]]:
+    """The (plugin, namespace, key, ops) writes of a run's character upserts: the SESSION_DATA
+    record, and its copy in the package's own `characters` data when it mirrors itself.
+    visible() lists the characters the run sees (the world's, the session's over them); Covel's
+    world checks follow: a known type, at most one player character."""
+    writes: list[tuple[str, str, str, list[Mapping[str, Any]]]] = []
     if not characters:
         return writes
     seen = {str(c.get("id")): dict(c) for c in visible()}
@@ -429,7 +449,9 @@ def character_writes(
                 f"{where}/type: a session has at most one player character "
                 f"({', '.join(str(p) for p in players)} would be)",
             )
-        writes.append((CHARACTERS, record["id"], [{"op": "set", "value": record}]))
+        writes.append((SESSION_DATA, CHARACTERS, record["id"], [{"op": "set", "value": record}]))
+        if package in [payload.get("mirrorPluginId"), *payload.get("mirrorPluginIds", [])]:
+            writes.append((package, CHARACTERS, record["id"], [{"op": "set", "value": record}]))
     return writes
 
 

@@ -697,15 +697,20 @@ class TurnExecutor:
             lore_writes(self.overlay, runtime=owner, plugin=package, lore=batch.lore, now=now)
         )
         try:
-            shared = character_writes(
-                batch.characters, visible=lambda: self._characters_seen(owner), now=now
-            ) + record_writes(batch, changed_by=owner, turn_id=str(self.turn.pk), now=now)
+            characters = character_writes(
+                batch.characters,
+                package=package,
+                visible=lambda: self._characters_seen(owner),
+                now=now,
+            )
+            shared = record_writes(batch, changed_by=owner, turn_id=str(self.turn.pk), now=now)
         except ProposalRefused as exc:
             return exc.code, exc.message
         forms, problem = self._checked_forms(self.installed[package], batch.forms)
         if problem:
             return "form-invalid", f"{owner}: a form {problem} [form-invalid]"
         writes = [(package, *w) for w in staged] + [(SESSION_DATA, *w) for w in shared]
+        writes += characters
         for plugin, namespace, key, ops in writes:
             try:
                 self.overlay.stage(

@@ -740,7 +740,7 @@ CAST = """import { makeProposal, withPendingProposals } from "@covel/plugin-hand
 export default async function handler(ctx) {
   const seen = (ctx.world.characters ?? []).map((c) => `${c.id}:${c.name}:${c.version}`);
   const upsert = ctx.logicalTurn === 1
-    ? { id: "ana", name: "Ana", type: "companion", fields: { hp: 3, mp: 1 } }
+    ? { id: "ana", name: "Ana", type: "companion", fields: { hp: 3, mp: 1 }, mirrorPluginId: "keeper" }
     : { id: "ana", name: "Ignored", fields: { hp: 5 }, expectedVersion: 1 };
   return withPendingProposals({ outcome: "success", value: { seen } },
     [makeProposal(ctx, Date.now(), "character.upsert", upsert)]);
@@ -759,6 +759,7 @@ def test_character_upsert_is_a_session_character_seen_from_the_next_turn(db, ali
         1,
         {"hp": 3, "mp": 1},
     )
+    assert keeper_rows(session) == {"characters/ana": ana}  # its own mirror, as in Covel
     second = by_runtime(play(session, "she heals"))["keeper/keep"]
     assert second["output"] == {"seen": ["ana:Ana:1"]}
     ana = session_rows(session)["characters/ana"]
@@ -845,6 +846,18 @@ REFUSALS = [
         {"id": "a", "name": "A", "createdAt": 5},
         "character-invalid",
         "payload/createdAt",
+    ),
+    (
+        "character.upsert",
+        {"id": "a", "name": "A", "mirrorPluginIds": "keeper"},
+        "character-invalid",
+        "payload/mirrorPluginIds",
+    ),
+    (
+        "character.upsert",
+        {"id": "a", "name": "A", "mirrorPluginIds": ["keeper", "character-panel"]},
+        "character-mirror-not-owned",
+        "into the data of 'character-panel'",
     ),
     (
         "character.upsert",
