@@ -10,8 +10,10 @@ player character is refused, and the form waits for the player's answer.
 
 from __future__ import annotations
 
+import pytest
 from corpus_support import by_runtime, corpus_session, play
 from django.test import Client
+from playwright.sync_api import expect
 
 from sessions import selectors
 from sessions.interactions import interaction_submit
@@ -108,3 +110,34 @@ def test_a_second_player_character_refuses_the_whole_run(db, alice):
     assert "Chronicle" not in turn.narrative_text and turn.blocks == []
     assert selectors.interaction_pending_list(session=session) == []
     assert not PluginData.objects.filter(session=session, plugin_id="_session").exists()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_page_shows_the_chronicle_card_and_form_live(page, live_server, alice):
+    session = corpus_session(alice, CHRONICLER)
+    page.goto(f"{live_server.url}/accounts/login/?next=/sessions/{session.pk}/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    with page.expect_navigation():
+        page.click("form.card button[type=submit]")
+    expect(page.locator("#play[data-connected=true]")).to_have_count(1)
+    page.fill("#message", "<b>Enter</b> the hall")
+    page.click("#send")
+    turn = page.locator("#story li.turn").nth(0)
+    expect(turn.locator(".narrative")).to_contain_text("Chronicle, turn 1: 3 word(s) spoken.")
+    # The card came over the event stream: its parts as text and JSON, never markup.
+    card = turn.locator("section.ui-block")
+    expect(card).to_have_count(1)
+    expect(card.locator('li[data-part-type="text"] .part-content')).to_have_text(
+        "<b>Enter</b> the hall"
+    )
+    assert turn.locator("section.ui-block b").count() == 0
+    expect(card.locator('li[data-part-type="scene"] pre')).to_contain_text('"turn": 1')
+    expect(page.locator('#forms form.ask[data-interaction="scene-title"]')).to_have_count(1)
+    # A reload draws the same card from the server.
+    page.reload()
+    expect(page.locator("#story li.turn section.ui-block")).to_have_count(1)
+    expect(page.locator('#story li[data-part-type="text"] .part-content')).to_have_text(
+        "<b>Enter</b> the hall"
+    )
