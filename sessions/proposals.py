@@ -487,6 +487,30 @@ def record_writes(
     return writes
 
 
+def session_writes(
+    overlay: Any,
+    batch: ProposalBatch,
+    *,
+    runtime: str,
+    package: str,
+    world_characters: Sequence[Mapping[str, Any]],
+    turn_id: str,
+    now: str,
+) -> list[tuple[str, str, str, list[Mapping[str, Any]]]]:
+    """The (plugin, namespace, key, ops) writes of a run's session records: its characters
+    (checked against the world's and those the run sees through the overlay), state patches
+    and working memory; ProposalRefused names the first that cannot be."""
+
+    def visible() -> list[dict[str, Any]]:
+        staged = overlay.list(runtime=runtime, plugin=SESSION_DATA, namespace=CHARACTERS)
+        own = [row["value"] for row in staged if isinstance(row["value"], dict)]
+        return merge_characters(world_characters, own)
+
+    characters = character_writes(batch.characters, package=package, visible=visible, now=now)
+    records = record_writes(batch, changed_by=runtime, turn_id=turn_id, now=now)
+    return characters + [(SESSION_DATA, *w) for w in records]
+
+
 def lore_writes(
     overlay: Any, *, runtime: str, plugin: str, lore: Sequence[Mapping[str, Any]], now: str
 ) -> list[tuple[str, str, list[Mapping[str, Any]]]]:

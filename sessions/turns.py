@@ -50,16 +50,12 @@ from sessions.models import Interaction, PluginData, RecordedExport, Session, Tu
 from sessions.operations import MISSING, TurnOverlay, datasets_of, proposal_ops
 from sessions.planner import STAGES, Plan, PlannedRuntime, Skip, plan_turn
 from sessions.proposals import (
-    CHARACTERS,
-    SESSION_DATA,
     ProposalRefused,
-    character_writes,
     effects_proposals,
     lore_writes,
-    merge_characters,
     proposal_batch,
-    record_writes,
     reserved_namespace,
+    session_writes,
 )
 from sessions.resolver import Resolution
 from sessions.schema_files import schema_validator
@@ -697,20 +693,21 @@ class TurnExecutor:
             lore_writes(self.overlay, runtime=owner, plugin=package, lore=batch.lore, now=now)
         )
         try:
-            characters = character_writes(
-                batch.characters,
+            shared = session_writes(
+                self.overlay,
+                batch,
+                runtime=owner,
                 package=package,
-                visible=lambda: self._characters_seen(owner),
+                world_characters=list(self.session.world.characters or []),
+                turn_id=str(self.turn.pk),
                 now=now,
             )
-            shared = record_writes(batch, changed_by=owner, turn_id=str(self.turn.pk), now=now)
         except ProposalRefused as exc:
             return exc.code, exc.message
         forms, problem = self._checked_forms(self.installed[package], batch.forms)
         if problem:
             return "form-invalid", f"{owner}: a form {problem} [form-invalid]"
-        writes = [(package, *w) for w in staged] + [(SESSION_DATA, *w) for w in shared]
-        writes += characters
+        writes = [(package, *w) for w in staged] + shared
         for plugin, namespace, key, ops in writes:
             try:
                 self.overlay.stage(
@@ -722,13 +719,6 @@ class TurnExecutor:
             events.extend(batch.events)
         self._hold_asks(owner, forms, batch)
         return None
-
-    def _characters_seen(self, owner: str) -> list[dict[str, Any]]:
-        """The characters a run sees: the world's, the session's committed ones and those the
-        turn staged so far over them."""
-        staged = self.overlay.list(runtime=owner, plugin=SESSION_DATA, namespace=CHARACTERS)
-        own = [row["value"] for row in staged if isinstance(row["value"], dict)]
-        return merge_characters(list(self.session.world.characters or []), own)
 
     def _hold_asks(self, owner: str, forms: list[tuple[str, dict[str, Any]]], batch: Any) -> None:
         """Forms, story text and UI blocks of proposals, committed with owner's writes."""
