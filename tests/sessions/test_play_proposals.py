@@ -915,3 +915,23 @@ def test_a_form_id_asked_twice_is_refused(db, alice, tmp_path):
     result = by_runtime(play(session_with(tmp_path, alice, twice), "go"))["keeper/keep"]
     assert (result["status"], result["code"]) == ("dropped", "form-invalid")
     assert "'same' is already used in this session [uniqueInteractionId]" in result["reason"]
+
+
+def test_a_manual_runs_ui_block_is_on_the_page_too(db, alice, tmp_path):
+    code = propose([["ui.render", {"parts": [{"id": "p", "type": "text", "content": "Hand."}]}]])
+    manual = ({"schedule": {"trigger": {"type": "manual"}}, "function": {}}, code)
+    folder = write_plugin(tmp_path, "keeper", {}, runtimes={"keep": manual})
+    index_folder(folder)
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["keeper"]))
+    client = Client()
+    client.force_login(alice)
+    answer = client.post(
+        f"/api/sessions/{session.pk}/runtimes/keeper/keep/run",
+        json.dumps({"payload": {}}),
+        content_type="application/json",
+    )
+    assert answer.status_code == 200, answer.content
+    (block,) = last_turn(session).blocks
+    assert last_turn(session).kind == "manual"
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert f'data-block="{block["id"]}"' in page and "Hand." in page
