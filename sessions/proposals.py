@@ -48,12 +48,26 @@ CHARACTER_KEYS = {"id", "name", "type", "description", "fields", "version", "exp
 CHARACTER_KEYS |= {"createdAt", "mirrorPluginId", "mirrorPluginIds"}
 INTERACTION_TYPES = ("form", "choice", "confirmation")
 
-# A Covel type the hub cannot commit, and why: its commit shows a picture or sound already in
-# Covel's media store ({ref: {id, mime, size}}); the hub has no media store a ref could name.
+# The Covel types the hub cannot commit: (code, why). asset.generate's commit shows a picture or
+# sound already in Covel's media store ({ref: {id, mime, size}}); the hub has no media store.
 UNSUPPORTED = {
     "asset.generate": (
         "asset-store-unavailable",
         "the hub has no media store, so the asset its ref names cannot be shown",
+    ),
+    # Types of newer Covel commits the hub has no model for yet: refused by name, not as
+    # unknown, so a package learns which of its writes is not taken here.
+    "character.schema.set": (
+        "character-schema-unsupported",
+        "the character field definitions are the world's data/world.data.yaml characterSchema",
+    ),
+    "dimension.initialize": (
+        "dimensions-unsupported",
+        "the hub has no world dimensions; keep the values in plugin data",
+    ),
+    "dimension.update": (
+        "dimensions-unsupported",
+        "the hub has no world dimensions; keep the values in plugin data",
     ),
 }
 

@@ -114,6 +114,20 @@ def test_asset_generate_is_refused_saying_why():
     )
 
 
+@pytest.mark.parametrize(
+    ("kind", "code"),
+    [
+        ("character.schema.set", "character-schema-unsupported"),
+        ("dimension.initialize", "dimensions-unsupported"),
+        ("dimension.update", "dimensions-unsupported"),
+    ],
+)
+def test_newer_covel_types_without_a_model_here_are_refused_by_name(kind, code):
+    problem = refused({"type": kind, "payload": {}})
+    assert problem.code == code
+    assert f"the hub does not commit {kind} proposals: " in problem.message
+
+
 def test_covels_other_types_sort_into_story_forms_blocks_and_records():
     form = {"title": "Name?", "fields": [{"name": "who", "label": "Who"}]}
     sorted_ = batch(
