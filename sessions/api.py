@@ -187,6 +187,7 @@ def list_turns(request: HttpRequest, session_id: str, paging: Query[PageQuery]) 
             "narrativeText": t.narrative_text,
             "runtimes": t.results or [],
             "commit": t.commit or {},
+            "blocks": t.blocks or [],
             "error": t.error,
             "sourceTurnId": str(t.source_turn_id) if t.source_turn_id else None,
             "createdAt": t.created_at.isoformat(),

@@ -579,16 +579,31 @@ class MockTurn:
             lore = lore_writes(
                 self.overlay, runtime=rid, plugin=plugin, lore=batch.lore, now=MOCK_NOW
             )
-            for namespace, key, ops in [*batch.writes, *lore]:
-                self.overlay.stage(
-                    runtime=rid, plugin=plugin, namespace=namespace, key=key, ops=ops
-                )
+            writes = [(plugin, *w) for w in [*batch.writes, *lore]]
+            for owner, namespace, key, ops in writes + self.session_records(rid, plugin, batch):
+                self.overlay.stage(runtime=rid, plugin=owner, namespace=namespace, key=key, ops=ops)
         except (ProposalRefused, WriteRefused) as exc:
             self.overlay.discard_since(mark)
             return str(exc)
         for topic, payload in batch.events:
             self.emitted(rid, topic, payload)
         return None
+
+    def session_records(self, rid: str, plugin: str, batch: Any) -> list[Any]:
+        """The session records (characters, state, working memory) a run's proposals write, as
+        a turn stages them, under sessions.proposals.SESSION_DATA; the mock world has no
+        characters. Story text, forms and UI blocks of proposals are not shown in mock mode."""
+        from sessions.proposals import session_writes
+
+        return session_writes(
+            self.overlay,
+            batch,
+            runtime=rid,
+            package=plugin,
+            world_characters=[],
+            turn_id="mock-turn-1",
+            now=MOCK_NOW,
+        )
 
     def run_function(
         self, manifest: Manifest, runtime: RuntimeManifest, inputs: dict[str, Any]
@@ -688,13 +703,15 @@ class MockTurn:
                 self.overlay, runtime=rid, plugin=manifest.id, lore=batch.lore, now=MOCK_NOW
             )
         )
+        try:
+            records = self.session_records(rid, manifest.id, batch)
+        except ProposalRefused as exc:
+            return Outcome(rid, manifest.id, "function", "failed", exc.code, exc.message)
         for topic, payload in batch.events:
             self.emitted(rid, topic, payload)
-        for namespace, key, ops in writes:
+        for owner, namespace, key, ops in [(manifest.id, *w) for w in writes] + records:
             try:
-                self.overlay.stage(
-                    runtime=rid, plugin=manifest.id, namespace=namespace, key=key, ops=ops
-                )
+                self.overlay.stage(runtime=rid, plugin=owner, namespace=namespace, key=key, ops=ops)
             except (OperationError, ValueError) as exc:
                 return Outcome(rid, manifest.id, "function", "failed", "write-refused", str(exc))
         return Outcome(rid, manifest.id, "function", "success", output=output)

@@ -85,6 +85,9 @@ class Turn(models.Model):
     # [{runtime, package, stage, status, code, reason, output, ...}] in the order they ended.
     results = models.JSONField(default=list, blank=True)
     commit = models.JSONField(default=dict, blank=True)  # refusals, dropped, written keys
+    # The ui.render blocks its runtimes committed, in order: [{id, type, data, meta}] (Covel's
+    # message blocks); the session page shows them as structured data, never as HTML.
+    blocks = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     source_turn = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="background_turns"

@@ -2,21 +2,24 @@
 
 Plain Python, no Django. A proposal is `{type, payload, source?}`, as Covel's SDK makes them
 (makeProposal, a tool's pendingProposals); a function's `effects.pluginData` becomes proposals
-too. Every proposal type Covel's commit accepts is named here: the ones the hub has a home for
-are turned into plugin-data writes, session lore entries or events; the others, and any type
-Covel does not know, are refused with a named code, never dropped. See docs/play.md
-("Proposals and effects") for the table of types, checks and codes.
+too. Every proposal type Covel's commit accepts is named here and has a home: plugin-data
+writes, session lore, events, story text appended to the turn, forms, UI blocks of the turn,
+and the session-level records (characters, state, working memory) kept under SESSION_DATA.
+asset.generate is refused by name (the hub has no media store its ref could name), and a type
+Covel does not know is refused with unknown-proposal-type, never dropped. See docs/play.md
+("Proposals and effects") for the table of types, homes, checks and codes.
 
 The checks are Covel's (packages/runtime/src/commit/): non-empty namespace and key, no
 framework (`_`) namespace except the package's own `_hidden.*` ones, a batch that is a non-empty
-list, lore entries with an id, text content and a known strategy, and an owner that is the
-writing package. Size limits and dataset schemas are checked when the overlay stages the write
-(sessions.operations), as for ctx.pluginData.
+list, lore entries with an id, text content and a known strategy, an owner that is the writing
+package, a state patch's table and field, a working-memory scope, key and value, a character's
+id, name, type and version, a UI block's parts. Size limits and dataset schemas are checked when
+the overlay stages the write (sessions.operations), as for ctx.pluginData.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,16 +33,42 @@ HIDDEN_PREFIX = "_hidden."
 LORE_STRATEGIES = ("constant", "selective")
 LORE_DEFAULTS = {"position": "after_char_defs", "insertionOrder": 100, "enabled": True}
 
-# Types Covel's commit accepts that the hub has no store for: refused by name, so a package
-# sees why its write went nowhere. Forms and notices go in effects.interactions/notifications.
+# The owner of the session-level records Covel keeps per session, not per package: characters
+# (character.upsert), state (state.patch) and working memory (working_memory.set). No package id
+# starts with "_", so no package can read or write them through its own plugin data; they stage
+# and commit in the turn's overlay like plugin data, so a dropped runtime keeps none of them.
+SESSION_DATA = "_session"
+CHARACTERS = "characters"
+STATE = "state"
+WORKING_MEMORY = "working_memory"
+MEMORY_SCOPES = ("player", "story", "shared")
+# Covel's character types when the world names none of its own, plus the one player character.
+CHARACTER_TYPES = ("player", "npc", "companion")
+CHARACTER_KEYS = {"id", "name", "type", "description", "fields", "version", "expectedVersion"}
+CHARACTER_KEYS |= {"createdAt", "mirrorPluginId", "mirrorPluginIds"}
+INTERACTION_TYPES = ("form", "choice", "confirmation")
+
+# The Covel types the hub cannot commit: (code, why). asset.generate's commit shows a picture or
+# sound already in Covel's media store ({ref: {id, mime, size}}); the hub has no media store.
 UNSUPPORTED = {
-    "narrative.append": "the story comes from the narrative-engine@2 runtime's narrativeOutput",
-    "interaction.request": "return forms in effects.interactions",
-    "ui.render": "the hub has no message blocks; use a panel",
-    "state.patch": "the hub has no state tables; write plugin data",
-    "character.upsert": "characters come from the world's characters/characters.json",
-    "working_memory.set": "the hub has no working memory; write plugin data",
-    "asset.generate": "the hub has no generated assets",
+    "asset.generate": (
+        "asset-store-unavailable",
+        "the hub has no media store, so the asset its ref names cannot be shown",
+    ),
+    # Types of newer Covel commits the hub has no model for yet: refused by name, not as
+    # unknown, so a package learns which of its writes is not taken here.
+    "character.schema.set": (
+        "character-schema-unsupported",
+        "the character field definitions are the world's data/world.data.yaml characterSchema",
+    ),
+    "dimension.initialize": (
+        "dimensions-unsupported",
+        "the hub has no world dimensions; keep the values in plugin data",
+    ),
+    "dimension.update": (
+        "dimensions-unsupported",
+        "the hub has no world dimensions; keep the values in plugin data",
+    ),
 }
 
 
@@ -59,6 +88,12 @@ class ProposalBatch:
     writes: list[tuple[str, str, list[Mapping[str, Any]]]] = field(default_factory=list)
     lore: list[dict[str, Any]] = field(default_factory=list)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    narrative: list[dict[str, Any]] = field(default_factory=list)  # {content, kind}
+    forms: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (where, form entry)
+    blocks: list[dict[str, Any]] = field(default_factory=list)  # ui.render: {id, data}
+    characters: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (where, payload)
+    state: list[dict[str, Any]] = field(default_factory=list)  # {table, field, value, reason?}
+    memory: list[dict[str, Any]] = field(default_factory=list)  # {scope, key, value, schemaRef?}
 
 
 def reserved_namespace(namespace: str) -> bool:
@@ -197,6 +232,299 @@ def _event_emit(batch: ProposalBatch, payload: Mapping[str, Any], where: str, pa
     batch.events.append((topic, dict(data or {})))
 
 
+def _narrative_append(
+    batch: ProposalBatch, payload: Mapping[str, Any], where: str, package: str
+) -> None:
+    content, kind = payload.get("content"), payload.get("kind", "plugin")
+    if not isinstance(content, str):
+        raise ProposalRefused("narrative-invalid", f"{where}/payload/content: must be a string")
+    if not isinstance(kind, str) or not kind:
+        raise ProposalRefused(
+            "narrative-invalid", f"{where}/payload/kind: must be a non-empty string"
+        )
+    batch.narrative.append({"content": content, "kind": kind})
+
+
+def _interaction_request(
+    batch: ProposalBatch, payload: Mapping[str, Any], where: str, package: str
+) -> None:
+    """A form to ask the player. Covel's normalizer spreads an effects.interactions entry into
+    the payload; its typed payload nests the form under `data`: both are taken."""
+    at = f"{where}/payload"
+    interaction_id = payload.get("interactionId")
+    if not isinstance(interaction_id, str) or not interaction_id:
+        raise ProposalRefused(
+            "interaction-invalid", f"{at}/interactionId: must be a non-empty string"
+        )
+    kind = payload.get("type", "form")
+    if kind not in INTERACTION_TYPES:
+        raise ProposalRefused(
+            "interaction-invalid",
+            f"{at}/type: {kind!r} is not one of {', '.join(INTERACTION_TYPES)}",
+        )
+    if kind != "form":
+        raise ProposalRefused(
+            "interaction-type-unsupported",
+            f"{at}/type: the hub shows forms only, not a {kind} (ask it as a form with a "
+            "select or checkbox field)",
+        )
+    data = payload.get("data")
+    if data is not None and not isinstance(data, Mapping):
+        raise ProposalRefused("interaction-invalid", f"{at}/data: must be an object")
+    rest = {k: v for k, v in payload.items() if k not in ("data", "narrativeTemplate")}
+    batch.forms.append((at, {**dict(data or {}), **rest, "type": "form"}))
+
+
+def _ui_render(batch: ProposalBatch, payload: Mapping[str, Any], where: str, package: str) -> None:
+    parts = payload.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise ProposalRefused(
+            "ui-render-invalid", f"{where}/payload/parts: must be a non-empty array"
+        )
+    for index, part in enumerate(parts):
+        if not isinstance(part, Mapping):
+            raise ProposalRefused(
+                "ui-render-invalid", f"{where}/payload/parts/{index}: must be an object"
+            )
+    batch.blocks.append({"id": f"ui-{len(batch.blocks) + 1}", "data": dict(payload)})
+
+
+def _state_patch(
+    batch: ProposalBatch, payload: Mapping[str, Any], where: str, package: str
+) -> None:
+    for name in ("table", "field"):
+        value = payload.get(name)
+        if not isinstance(value, str) or not value:
+            raise ProposalRefused(
+                "state-patch-invalid", f"{where}/payload/{name}: must be a non-empty string"
+            )
+    if "value" not in payload:
+        raise ProposalRefused("state-patch-invalid", f"{where}/payload/value: is missing")
+    reason = payload.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ProposalRefused(
+            "state-patch-invalid", f"{where}/payload/reason: must be a string when given"
+        )
+    batch.state.append(dict(payload))
+
+
+def _working_memory_set(
+    batch: ProposalBatch, payload: Mapping[str, Any], where: str, package: str
+) -> None:
+    at = f"{where}/payload"
+    scope = payload.get("scope")
+    if scope not in MEMORY_SCOPES:
+        raise ProposalRefused(
+            "working-memory-invalid",
+            f"{at}/scope: {scope!r} is not one of {', '.join(MEMORY_SCOPES)}",
+        )
+    key = payload.get("key")
+    if not isinstance(key, str) or not key:
+        raise ProposalRefused("working-memory-invalid", f"{at}/key: must be a non-empty string")
+    if "value" not in payload:
+        raise ProposalRefused("working-memory-invalid", f"{at}/value: is missing")
+    schema_ref = payload.get("schemaRef")
+    if schema_ref is not None and not isinstance(schema_ref, str):
+        raise ProposalRefused(
+            "working-memory-invalid", f"{at}/schemaRef: must be a string when given"
+        )
+    batch.memory.append(dict(payload))
+
+
+def _character_upsert(
+    batch: ProposalBatch, payload: Mapping[str, Any], where: str, package: str
+) -> None:
+    """Covel's payload checks (@covel/shared characterUpsertPayloadSchema, strict): the record
+    checks that need the session's characters run when it is staged (character_writes)."""
+    at = f"{where}/payload"
+    extra = sorted(set(payload) - CHARACTER_KEYS)
+    if extra:
+        raise ProposalRefused(
+            "character-invalid",
+            f"{at}/{extra[0]}: is not a character field ({', '.join(sorted(CHARACTER_KEYS))})",
+        )
+    for name in ("id", "name"):
+        value = payload.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise ProposalRefused("character-invalid", f"{at}/{name}: must be a non-empty string")
+    kind = payload.get("type")
+    if kind is not None and (not isinstance(kind, str) or not kind.strip()):
+        raise ProposalRefused(
+            "character-invalid", f"{at}/type: must be a non-empty string when given"
+        )
+    for name in ("description", "createdAt"):
+        if name in payload and not isinstance(payload[name], str):
+            raise ProposalRefused("character-invalid", f"{at}/{name}: must be a string when given")
+    for name in ("version", "expectedVersion"):
+        value = payload.get(name)
+        if name in payload and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ProposalRefused(
+                "character-invalid", f"{at}/{name}: must be a positive integer when given"
+            )
+    mirrors = payload.get("mirrorPluginIds", [])
+    if not isinstance(mirrors, list) or not all(isinstance(m, str) for m in mirrors):
+        raise ProposalRefused(
+            "character-invalid", f"{at}/mirrorPluginIds: must be an array of strings when given"
+        )
+    if "mirrorPluginId" in payload and not isinstance(payload["mirrorPluginId"], str):
+        raise ProposalRefused(
+            "character-invalid", f"{at}/mirrorPluginId: must be a string when given"
+        )
+    # Covel copies the record into each mirror package's `characters` data; here a package
+    # writes only its own data, so a mirror of another package is refused, not skipped.
+    other = next((m for m in [payload.get("mirrorPluginId"), *mirrors] if m and m != package), None)
+    if other:
+        raise ProposalRefused(
+            "character-mirror-not-owned",
+            f"{at}: {package} cannot mirror character {payload['id']!r} into the data of "
+            f"{other!r}; a package writes only its own data",
+        )
+    batch.characters.append((at, dict(payload)))
+
+
+def merge_characters(
+    world: Sequence[Mapping[str, Any]], session: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The characters a run sees: the world's (characters/characters.json), each replaced by the
+    session's record of the same id, then the session's others, oldest first."""
+    own = {str(c.get("id")): dict(c) for c in session}
+    merged = [own.pop(str(c.get("id")), None) or dict(c) for c in world]
+    rest = sorted(own.values(), key=lambda c: (str(c.get("createdAt") or ""), str(c.get("id"))))
+    return [*merged, *rest]
+
+
+def character_record(
+    payload: Mapping[str, Any], live: Mapping[str, Any] | None, *, where: str, now: str
+) -> dict[str, Any]:
+    """The session's record after one character.upsert, as Covel materialises it: with
+    expectedVersion it patches the live record (no more than its version, fields merged, the
+    version one up); without, it replaces the record."""
+    expected = payload.get("expectedVersion")
+    if expected is not None:
+        if live is None or expected > int(live.get("version") or 1):
+            raise ProposalRefused(
+                "character-version-conflict",
+                f"{where}/expectedVersion: {expected} for character {payload['id']!r}, whose "
+                + (f"version is {live.get('version') or 1}" if live else "record does not exist"),
+            )
+    else:
+        live = None
+    record: dict[str, Any] = {
+        "id": payload["id"],
+        "name": live["name"] if live else payload["name"],
+        "type": (live or {}).get("type") or payload.get("type") or "npc",
+    }
+    description = payload.get("description", (live or {}).get("description"))
+    if description is not None:
+        record["description"] = description
+    fields = payload.get("fields")
+    if live is not None:
+        before = live.get("fields")
+        if fields is None:
+            fields = before
+        elif isinstance(fields, Mapping) and isinstance(before, Mapping):
+            fields = {**before, **fields}
+    if fields is not None:
+        record["fields"] = fields
+    record["version"] = int(live.get("version") or 1) + 1 if live else payload.get("version", 1)
+    record["createdAt"] = (live or {}).get("createdAt") or payload.get("createdAt") or now
+    record["updatedAt"] = now
+    return record
+
+
+def character_writes(
+    characters: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    package: str,
+    visible: Callable[[], list[Mapping[str, Any]]],
+    now: str,
+) -> list[tuple[str, str, str, list[Mapping[str, Any]]]]:
+    """The (plugin, namespace, key, ops) writes of a run's character upserts: the SESSION_DATA
+    record, and its copy in the package's own `characters` data when it mirrors itself.
+    visible() lists the characters the run sees (the world's, the session's over them); Covel's
+    world checks follow: a known type, at most one player character."""
+    writes: list[tuple[str, str, str, list[Mapping[str, Any]]]] = []
+    if not characters:
+        return writes
+    seen = {str(c.get("id")): dict(c) for c in visible()}
+    for where, payload in characters:
+        record = character_record(payload, seen.get(payload["id"]), where=where, now=now)
+        if record["type"] not in CHARACTER_TYPES:
+            raise ProposalRefused(
+                "character-type-unknown",
+                f"{where}/type: {record['type']!r} is not a character type here "
+                f"({', '.join(CHARACTER_TYPES)})",
+            )
+        seen[record["id"]] = record
+        players = [c["id"] for c in seen.values() if c.get("type") == "player"]
+        if len(players) > 1:
+            raise ProposalRefused(
+                "character-player-taken",
+                f"{where}/type: a session has at most one player character "
+                f"({', '.join(str(p) for p in players)} would be)",
+            )
+        writes.append((SESSION_DATA, CHARACTERS, record["id"], [{"op": "set", "value": record}]))
+        if package in [payload.get("mirrorPluginId"), *payload.get("mirrorPluginIds", [])]:
+            writes.append((package, CHARACTERS, record["id"], [{"op": "set", "value": record}]))
+    return writes
+
+
+def record_writes(
+    batch: ProposalBatch, *, changed_by: str, turn_id: str, now: str
+) -> list[tuple[str, str, list[Mapping[str, Any]]]]:
+    """The SESSION_DATA writes of a run's state patches and working memory: the current value
+    of each (table, field) and (scope, key), saying who changed it on which turn."""
+    writes: list[tuple[str, str, list[Mapping[str, Any]]]] = []
+    for patch in batch.state:
+        record = {
+            "table": patch["table"],
+            "field": patch["field"],
+            "value": patch["value"],
+            **({"reason": patch["reason"]} if patch.get("reason") is not None else {}),
+            "changedBy": changed_by,
+            "turnId": turn_id,
+            "updatedAt": now,
+        }
+        key = f"{patch['table']}/{patch['field']}"
+        writes.append((STATE, key, [{"op": "set", "value": record}]))
+    for memory in batch.memory:
+        record = {
+            "scope": memory["scope"],
+            "key": memory["key"],
+            "value": memory["value"],
+            **({"schemaRef": memory["schemaRef"]} if memory.get("schemaRef") is not None else {}),
+            "changedBy": changed_by,
+            "updatedAt": now,
+        }
+        key = f"{memory['scope']}/{memory['key']}"
+        writes.append((WORKING_MEMORY, key, [{"op": "set", "value": record}]))
+    return writes
+
+
+def session_writes(
+    overlay: Any,
+    batch: ProposalBatch,
+    *,
+    runtime: str,
+    package: str,
+    world_characters: Sequence[Mapping[str, Any]],
+    turn_id: str,
+    now: str,
+) -> list[tuple[str, str, str, list[Mapping[str, Any]]]]:
+    """The (plugin, namespace, key, ops) writes of a run's session records: its characters
+    (checked against the world's and those the run sees through the overlay), state patches
+    and working memory; ProposalRefused names the first that cannot be."""
+
+    def visible() -> list[dict[str, Any]]:
+        staged = overlay.list(runtime=runtime, plugin=SESSION_DATA, namespace=CHARACTERS)
+        own = [row["value"] for row in staged if isinstance(row["value"], dict)]
+        return merge_characters(world_characters, own)
+
+    characters = character_writes(batch.characters, package=package, visible=visible, now=now)
+    records = record_writes(batch, changed_by=runtime, turn_id=turn_id, now=now)
+    return characters + [(SESSION_DATA, *w) for w in records]
+
+
 def lore_writes(
     overlay: Any, *, runtime: str, plugin: str, lore: Sequence[Mapping[str, Any]], now: str
 ) -> list[tuple[str, str, list[Mapping[str, Any]]]]:
@@ -252,16 +580,17 @@ def proposal_batch(proposals: Sequence[Any], *, package: str, runtime: str) -> P
                 f"as itself ({package})",
             )
         if kind in UNSUPPORTED:
-            raise ProposalRefused(
-                "proposal-type-unsupported",
-                f"{where}: the hub does not commit {kind} proposals ({UNSUPPORTED[kind]})",
-            )
+            code, why = UNSUPPORTED[kind]
+            raise ProposalRefused(code, f"{where}: the hub does not commit {kind} proposals: {why}")
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None:
             raise ProposalRefused(
                 "unknown-proposal-type", f"{where}: unknown proposal type {kind!r}"
             )
+        before = len(batch.blocks)
         handler(batch, _payload(proposal, where), where, package)
+        if len(batch.blocks) > before and isinstance(proposal.get("id"), str) and proposal["id"]:
+            batch.blocks[-1]["id"] = proposal["id"]  # Covel's block id is its proposal's
     return batch
 
 
@@ -271,4 +600,10 @@ _HANDLERS: dict[str, Any] = {
     "plugin.data.delete": _plugin_data_delete,
     "lorebook.upsert": _lorebook_upsert,
     "event.emit": _event_emit,
+    "narrative.append": _narrative_append,
+    "interaction.request": _interaction_request,
+    "ui.render": _ui_render,
+    "state.patch": _state_patch,
+    "character.upsert": _character_upsert,
+    "working_memory.set": _working_memory_set,
 }

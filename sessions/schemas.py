@@ -119,6 +119,7 @@ class TurnOut(Schema):
     narrativeText: str
     runtimes: list[RuntimeResultOut]
     commit: dict[str, Any]
+    blocks: list[dict[str, Any]] = []  # ui.render blocks: [{id, type, data, meta}]
     hooks: list[HookRecordOut] = []
     # Set when a TurnStart hook vetoed the turn: nothing ran and nothing was committed.
     abortReason: str | None = None
@@ -210,6 +211,7 @@ class TurnRowOut(Schema):
     narrativeText: str
     runtimes: list[dict[str, Any]]
     commit: dict[str, Any]
+    blocks: list[dict[str, Any]] = []  # ui.render blocks: [{id, type, data, meta}]
     error: str
     sourceTurnId: str | None = None
     createdAt: str

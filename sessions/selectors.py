@@ -26,7 +26,7 @@ from sessions.models import (
     Session,
     Turn,
 )
-from sessions.proposals import LORE_NAMESPACE
+from sessions.proposals import CHARACTERS, LORE_NAMESPACE, SESSION_DATA, merge_characters
 
 LOCALE_NAME = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 _MANIFESTS: dict[tuple[str, str, str], Manifest | None] = {}
@@ -164,6 +164,16 @@ def session_lore(*, session: Session) -> list[dict[str, Any]]:
         }
         for e in entries
     ]
+
+
+def session_characters(*, session: Session) -> list[dict[str, Any]]:
+    """The world's characters with the session's (character.upsert) over them, as ctx.world
+    and the prompts' {{ world.characters }} see them from the turn after the upsert."""
+    rows = PluginData.objects.filter(
+        session=session, plugin_id=SESSION_DATA, namespace=CHARACTERS
+    ).values_list("value", flat=True)
+    own = [v for v in rows if isinstance(v, dict)]
+    return merge_characters(list(session.world.characters or []), own)
 
 
 # ------------------------------------------------------------------ forms and notifications

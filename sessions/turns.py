@@ -55,6 +55,7 @@ from sessions.proposals import (
     lore_writes,
     proposal_batch,
     reserved_namespace,
+    session_writes,
 )
 from sessions.resolver import Resolution
 from sessions.schema_files import schema_validator
@@ -231,6 +232,10 @@ class TurnExecutor:
         # and keeps its writes. forms: runtime -> [(interactionId, form)].
         self.forms: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.notifications: dict[str, list[dict[str, Any]]] = {}
+        # narrative.append and ui.render proposals, held the same way: runtime -> [...].
+        self.appended: dict[str, list[dict[str, Any]]] = {}
+        self.blocks: dict[str, list[dict[str, Any]]] = {}
+        self.narrative_source: str | None = None  # the story runtime narrative_text came from
         self.jobs: list[PlannedRuntime] = []
         self.job_inputs: dict[str, dict[str, Any]] = {}
         self.world = self._world()
@@ -285,8 +290,9 @@ class TurnExecutor:
             "id": world.world_id,
             "name": world.display_name,
             "description": world.description,
-            # As the last good sync of characters/characters.json stored them.
-            "characters": list(world.characters or []),
+            # As the last good sync of characters/characters.json stored them, with the
+            # session's own (character.upsert) over them.
+            "characters": selectors.session_characters(session=self.session),
             # The character field definitions, under the spec's name (data/world.data.yaml).
             "characterSchema": list(world.character_schema or []),
             # The world's data/lorebook.yaml, then the session lore packages wrote
@@ -656,10 +662,12 @@ class TurnExecutor:
     ) -> tuple[str, str] | None:
         """Stage a run's writes in the overlay as owner's; (code, message) of a refusal, or None.
 
-        Proposals are checked and sorted by sessions.proposals: plugin data, session lore and
-        events (added to `events`, which the caller sends when the run succeeds). After a
-        refusal the caller throws away what was staged: a function run is dropped, an agent's
-        tool call discards its writes (_stage_tool_proposals).
+        Proposals are checked and sorted by sessions.proposals: plugin data, session lore,
+        the session's records (SESSION_DATA) and events (added to `events`, which the caller
+        sends when the run succeeds); story text, forms and UI blocks are held as owner's, like
+        effects, once every write staged. After a refusal the caller throws away what was
+        staged: a function run is dropped, an agent's tool call discards its writes
+        (_stage_tool_proposals).
         """
         try:
             batch = proposal_batch(proposals, package=package, runtime=owner)
@@ -679,30 +687,47 @@ class TurnExecutor:
                 staged.append((namespace, op["key"], list(op.get("ops") or [])))
             elif kind == "delete":
                 staged.append((namespace, op["key"], [{"op": "delete"}]))
+        now = timezone.now().isoformat()
         staged.extend(batch.writes)
         staged.extend(
-            lore_writes(
-                self.overlay,
-                runtime=owner,
-                plugin=package,
-                lore=batch.lore,
-                now=timezone.now().isoformat(),
-            )
+            lore_writes(self.overlay, runtime=owner, plugin=package, lore=batch.lore, now=now)
         )
-        for namespace, key, ops in staged:
+        try:
+            shared = session_writes(
+                self.overlay,
+                batch,
+                runtime=owner,
+                package=package,
+                world_characters=list(self.session.world.characters or []),
+                turn_id=str(self.turn.pk),
+                now=now,
+            )
+        except ProposalRefused as exc:
+            return exc.code, exc.message
+        forms, problem = self._checked_forms(self.installed[package], batch.forms)
+        if problem:
+            return "form-invalid", f"{owner}: a form {problem} [form-invalid]"
+        writes = [(package, *w) for w in staged] + shared
+        for plugin, namespace, key, ops in writes:
             try:
                 self.overlay.stage(
-                    runtime=owner,
-                    plugin=package,
-                    namespace=namespace,
-                    key=key,
-                    ops=ops,
+                    runtime=owner, plugin=plugin, namespace=namespace, key=key, ops=ops
                 )
             except WriteRefused as exc:
                 return "write-refused", str(exc)
         if events is not None:
             events.extend(batch.events)
+        self._hold_asks(owner, forms, batch)
         return None
+
+    def _hold_asks(self, owner: str, forms: list[tuple[str, dict[str, Any]]], batch: Any) -> None:
+        """Forms, story text and UI blocks of proposals, committed with owner's writes."""
+        if forms:
+            self.forms.setdefault(owner, []).extend(forms)
+        if batch.narrative:
+            self.appended.setdefault(owner, []).extend(batch.narrative)
+        if batch.blocks:
+            self.blocks.setdefault(owner, []).extend(batch.blocks)
 
     def _stage_tool_proposals(
         self, planned: PlannedRuntime, package: str, proposals: list[dict[str, Any]]
@@ -740,7 +765,7 @@ class TurnExecutor:
         A form is checked against the same schema as create-form, its validation must be listed
         in contributes.forms, and its interactionId must be new in the session.
         """
-        from agents.tools import form_problem, notification_normalise, notification_problem
+        from agents.tools import notification_normalise, notification_problem
 
         where = f"{planned.runtime} (plugin {planned.package})"
         notices = effects.get("notifications") or []
@@ -756,8 +781,6 @@ class TurnExecutor:
             problem = notification_problem(notice, base=f"/effects/notifications/{index}")
             if problem:
                 return "notification-invalid", f"{where}: a notification {problem}"
-        taken = {i for forms in self.forms.values() for i, _ in forms}
-        forms: list[tuple[str, dict[str, Any]]] = []
         for index, entry in enumerate(interactions):
             base = f"/effects/interactions/{index}"
             if not isinstance(entry, dict) or entry.get("type") != "form":
@@ -765,6 +788,27 @@ class TurnExecutor:
                     "form-invalid",
                     f'{where}: an interaction at {base}/type: only type "form" is supported [type]',
                 )
+        forms, problem = self._checked_forms(
+            manifest, [(f"/effects/interactions/{i}", e) for i, e in enumerate(interactions)]
+        )
+        if problem:
+            return "form-invalid", f"{where}: a form {problem}"
+        if forms:
+            self.forms.setdefault(owner, []).extend(forms)
+        if notices:
+            self.notifications.setdefault(owner, []).extend(dict(n) for n in notices)
+        return None
+
+    def _checked_forms(
+        self, manifest: Manifest, entries: list[tuple[str, dict[str, Any]]]
+    ) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
+        """Forms (effects.interactions, interaction.request) checked against the create-form
+        schema, the package's contributes.forms, and ids already used: (forms, problem)."""
+        from agents.tools import form_problem
+
+        taken = {i for forms in self.forms.values() for i, _ in forms}
+        forms: list[tuple[str, dict[str, Any]]] = []
+        for base, entry in entries:
             problem = form_problem(
                 entry,
                 validators=manifest.contributes.get("forms") or (),
@@ -781,15 +825,11 @@ class TurnExecutor:
                     "session [uniqueInteractionId]"
                 )
             if problem:
-                return "form-invalid", f"{where}: a form {problem}"
+                return [], problem
             taken.add(interaction_id)
             asked = {k: v for k, v in entry.items() if k not in ("type", "interactionId")}
             forms.append((interaction_id, form_normalise(asked)))
-        if forms:
-            self.forms.setdefault(owner, []).extend(forms)
-        if notices:
-            self.notifications.setdefault(owner, []).extend(dict(n) for n in notices)
-        return None
+        return forms, None
 
     def _run_function(
         self,
@@ -943,11 +983,8 @@ class TurnExecutor:
         )
         trace = {"runtimeId": target.id, "depth": child.depth, "outcome": "running", "code": ""}
         frame.result.nested.append(trace)
-        marks = (
-            len(self.overlay.writes),
-            len(self.forms.get(frame.owner, [])),
-            len(self.notifications.get(frame.owner, [])),
-        )
+        held = (self.forms, self.notifications, self.appended, self.blocks)
+        marks = (len(self.overlay.writes), *(len(h.get(frame.owner, [])) for h in held))
         answer: dict[str, Any] = {"outcome": "failed", "error": "", "code": "internal-error"}
         try:
             answer = self._run_nested(manifest, child, payload, timeout)
@@ -957,8 +994,8 @@ class TurnExecutor:
             else:
                 # Not part of the owner's execution after all: its writes and asks go.
                 self.overlay.discard_since(marks[0])
-                del self.forms.get(frame.owner, [])[marks[1] :]
-                del self.notifications.get(frame.owner, [])[marks[2] :]
+                for kept, mark in zip(held, marks[1:], strict=True):
+                    del kept.get(frame.owner, [])[mark:]
             trace["outcome"], trace["code"] = answer["outcome"], answer.get("code", "")
             trace["durationMs"] = int((time.monotonic() - started) * 1000)
         return answer
@@ -1206,7 +1243,7 @@ class TurnExecutor:
             output = result.output
             text = output.get("narrativeOutput") if isinstance(output, dict) else output
             if isinstance(text, str) and text and text != self.narrative_text:
-                self.narrative_text = text
+                self.narrative_text, self.narrative_source = text, rid
                 self.emit("narrative", {"runtime": rid, "text": text})
                 return
 
@@ -1326,8 +1363,16 @@ class TurnExecutor:
                 "settle": self.request.settle,
                 "hooks": self.hooks.log,
             }
+            told = self._told(kept)
+            commit_info["narrative"] = [
+                {"runtime": rid, **segment} for rid, segment in told if rid != self.narrative_source
+            ]
+            story_text = "\n\n".join(
+                segment["content"] for _, segment in told if segment["content"]
+            )
             self.turn.status = Turn.Status.COMMITTED
-            self.turn.narrative_text = self.narrative_text
+            self.turn.narrative_text = story_text
+            self.turn.blocks = self._kept_blocks(kept)
             self.turn.results = [self.results[r].as_dict() for r in self.order]
             self.turn.commit = commit_info
             self.turn.finished_at = timezone.now()
@@ -1344,9 +1389,43 @@ class TurnExecutor:
             for dropped in outcome.dropped:
                 self.emit("runtime.status", self.results[dropped.runtime].as_dict())
             self._release_events()
+            if story_text != self.narrative_text:
+                self.narrative_text = story_text
+                self.emit("narrative", {"runtime": self.narrative_source, "text": story_text})
+            for block in self.turn.blocks:
+                self.emit("ui.rendered", {"block": block})
             self._commit_asks(session, kept)
         hooks.post_state_commit(self, committed_sources, kept)
         return commit_info
+
+    def _told(self, kept: set[str]) -> list[tuple[str, dict[str, Any]]]:
+        """The turn's story, in Covel's order: each runtime's text as it finished, the story
+        runtime's narrativeOutput at its place, then the narrative.append proposals of the
+        runtimes that succeeded and kept their writes."""
+        told: list[tuple[str, dict[str, Any]]] = []
+        if self.narrative_text and self.narrative_source not in self.order:
+            told.append(("", {"content": self.narrative_text, "kind": "story"}))
+        for rid in self.order:
+            if rid == self.narrative_source and self.narrative_text:
+                told.append((rid, {"content": self.narrative_text, "kind": "story"}))
+            if rid in kept and self.results[rid].status == SUCCEEDED:
+                told.extend((rid, dict(segment)) for segment in self.appended.get(rid, []))
+        return told
+
+    def _kept_blocks(self, kept: set[str]) -> list[dict[str, Any]]:
+        """The ui.render blocks of the runtimes that succeeded and kept their writes, as
+        Covel's message blocks: {id, type, data, meta: {pluginId, runtimeId, turnId}}."""
+        blocks = []
+        for rid in self.order:
+            result = self.results[rid]
+            if rid not in kept or result.status != SUCCEEDED:
+                continue
+            for block in self.blocks.get(rid, []):
+                meta = {"pluginId": result.package, "runtimeId": rid, "turnId": str(self.turn.pk)}
+                blocks.append(
+                    {"id": block["id"], "type": "ui.render", "data": block["data"], "meta": meta}
+                )
+        return blocks
 
     def record_hooks(self) -> None:
         """Save the hook log again (a PostStateCommit hook failed after the turn row was saved)."""
@@ -1429,6 +1508,7 @@ class TurnExecutor:
             "narrativeText": self.narrative_text,
             "runtimes": [self.results[r].as_dict() for r in self.order],
             "commit": self.turn.commit,
+            "blocks": list(self.turn.blocks or []),
             "hooks": list(self.hooks.log),
         }
 

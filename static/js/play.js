@@ -259,12 +259,34 @@
       const name = section.querySelector(".seat-current");
       if (name) name.textContent = radio ? radio.parentElement.textContent.trim() : "";
     },
+    "ui.rendered": (p) => showBlock(p.block || {}),
     "interaction.created": () => refreshForms(),
     "notification.created": (p) => showNotice(p),
     "turn.failed": (p) => {
       if (state) state.textContent = `The turn failed: ${p.error}`;
     },
   };
+
+  // A ui.render block (sessions/_ui_block.html): its parts as text or JSON, never as markup.
+  function showBlock(block) {
+    const item = turnItem(String(block.meta?.turnId || ""));
+    if (item.querySelector(`[data-block="${CSS.escape(String(block.id))}"]`)) return;
+    const section = el("section", "ui-block");
+    section.dataset.block = String(block.id);
+    section.dataset.plugin = String(block.meta?.pluginId || "");
+    const parts = el("ol", "ui-parts");
+    for (const part of block.data?.parts || []) {
+      const li = el("li", "ui-part");
+      li.dataset.partType = String(part.type ?? "");
+      li.append(el("span", "part-type", part.type));
+      if (part.status) li.append(" ", el("span", "part-status muted", part.status));
+      const structured = part.content !== null && typeof part.content === "object";
+      li.append(structured ? el("pre", "part-content", JSON.stringify(part.content, null, 2)) : el("p", "part-content", part.content));
+      parts.append(li);
+    }
+    section.append(el("p", "ui-block-from muted", block.meta?.pluginId), parts);
+    item.append(section);
+  }
 
   // ---------------------------------------------------------------- forms and notices
 

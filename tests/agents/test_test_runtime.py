@@ -287,3 +287,56 @@ def test_a_functions_batch_proposals_are_saved_and_a_reserved_namespace_fails_th
     code, report, _ = run_command(str(package))
     assert code == 0, json.dumps(report, indent=2)
     assert [c["status"] for c in report["cases"]] == ["passed", "passed"]
+
+
+def test_a_functions_character_upsert_is_saved_as_the_sessions_and_checked(tmp_path: Path):
+    # The corpus package that upserts characters; a second player character fails its case.
+    package = tmp_path / "scene-chronicler"
+    shutil.copytree(REPO / "tests" / "covel_corpus" / "scene-chronicler", package)
+    write_cases(
+        package,
+        [
+            {
+                "name": "mara-enters",
+                "runtimeId": "scene-chronicler",
+                "message": "Enter Mara, a one-eyed smuggler",
+                "expect": {
+                    "runtimeResults": [{"runtimeId": "scene-chronicler", "status": "success"}],
+                    "pluginData": [
+                        {
+                            "pluginId": "_session",
+                            "namespace": "characters",
+                            "key": "mara",
+                            "field": "description",
+                            "equals": "a one-eyed smuggler",
+                        }
+                    ],
+                },
+            },
+            {
+                "name": "two-heroes",
+                "runtimeId": "scene-chronicler",
+                "message": "Enter Rook as the hero",
+                "expect": {
+                    "runtimeResults": [
+                        {
+                            "runtimeId": "scene-chronicler",
+                            "status": "failed",
+                            "errorIncludes": "[character-player-taken]",
+                        }
+                    ],
+                    "pluginData": [
+                        {
+                            "pluginId": "_session",
+                            "namespace": "characters",
+                            "key": "lead",
+                            "status": "absent",
+                        }
+                    ],
+                },
+            },
+        ],
+    )
+    code, report, _ = run_command(str(package))
+    assert code == 0, json.dumps(report, indent=2)
+    assert [c["status"] for c in report["cases"]] == ["passed", "passed"]

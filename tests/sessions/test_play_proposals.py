@@ -9,15 +9,29 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_play_support import by_runtime, index_folder, make_world, play, write_plugin
+from django.test import Client
+from test_play_support import (
+    by_runtime,
+    index_bundled,
+    index_folder,
+    make_world,
+    play,
+    write_plugin,
+)
 
 from agents.models import ModelSlot
 from agents.standin import StandInModel
 from agents.tools import notification_normalise
 from eventlog.models import SessionEvent
 from sessions import selectors
-from sessions.models import PluginData
-from sessions.proposals import ProposalBatch, ProposalRefused, effects_proposals, proposal_batch
+from sessions.models import PluginData, Turn
+from sessions.proposals import (
+    ProposalBatch,
+    ProposalRefused,
+    character_record,
+    effects_proposals,
+    proposal_batch,
+)
 from sessions.services import session_create, session_rpc
 
 
@@ -87,22 +101,86 @@ def test_an_unknown_type_is_refused_naming_the_type_and_the_runtime():
     assert forged.message.startswith("ledger/keep: proposal 0: ")
 
 
+def test_asset_generate_is_refused_saying_why():
+    problem = refused(
+        {
+            "type": "asset.generate",
+            "payload": {"ref": {"id": "a1", "mime": "image/png", "size": 3}, "modality": "image"},
+        }
+    )
+    assert problem.code == "asset-store-unavailable"
+    assert "does not commit asset.generate proposals: the hub has no media store" in (
+        problem.message
+    )
+
+
 @pytest.mark.parametrize(
-    "kind",
+    ("kind", "code"),
     [
-        "narrative.append",
-        "interaction.request",
-        "ui.render",
-        "state.patch",
-        "character.upsert",
-        "working_memory.set",
-        "asset.generate",
+        ("character.schema.set", "character-schema-unsupported"),
+        ("dimension.initialize", "dimensions-unsupported"),
+        ("dimension.update", "dimensions-unsupported"),
     ],
 )
-def test_a_covel_type_without_a_home_here_is_refused_by_name(kind):
+def test_newer_covel_types_without_a_model_here_are_refused_by_name(kind, code):
     problem = refused({"type": kind, "payload": {}})
-    assert problem.code == "proposal-type-unsupported"
-    assert f"does not commit {kind} proposals" in problem.message
+    assert problem.code == code
+    assert f"the hub does not commit {kind} proposals: " in problem.message
+
+
+def test_covels_other_types_sort_into_story_forms_blocks_and_records():
+    form = {"title": "Name?", "fields": [{"name": "who", "label": "Who"}]}
+    sorted_ = batch(
+        {"type": "narrative.append", "payload": {"content": "Rain.", "kind": "plugin"}},
+        {"type": "narrative.append", "payload": {"content": "A bell."}},
+        {"type": "interaction.request", "payload": {"interactionId": "q1", "data": form}},
+        {"type": "ui.render", "id": "p-7", "payload": {"parts": [{"id": "a", "type": "text"}]}},
+        {"type": "state.patch", "payload": {"table": "ship", "field": "hull", "value": 3}},
+        {"type": "working_memory.set", "payload": {"scope": "story", "key": "k", "value": None}},
+        {"type": "character.upsert", "payload": {"id": "ana", "name": "Ana"}},
+    )
+    assert sorted_.narrative == [
+        {"content": "Rain.", "kind": "plugin"},
+        {"content": "A bell.", "kind": "plugin"},
+    ]
+    assert sorted_.forms == [
+        ("ledger/keep: proposal 2/payload", {**form, "interactionId": "q1", "type": "form"})
+    ]
+    assert sorted_.blocks == [{"id": "p-7", "data": {"parts": [{"id": "a", "type": "text"}]}}]
+    assert sorted_.state == [{"table": "ship", "field": "hull", "value": 3}]
+    assert sorted_.memory == [{"scope": "story", "key": "k", "value": None}]
+    assert sorted_.characters == [("ledger/keep: proposal 6/payload", {"id": "ana", "name": "Ana"})]
+    assert sorted_.writes == [] and sorted_.lore == []
+
+
+def test_a_versioned_character_upsert_patches_the_live_record():
+    live = {"id": "ana", "name": "Ana", "type": "npc", "fields": {"hp": 3, "mp": 1}, "version": 2}
+    live |= {"createdAt": "t0", "description": "A smith."}
+    patched = character_record(
+        {"id": "ana", "name": "Other", "fields": {"hp": 5}, "expectedVersion": 2},
+        live,
+        where="w",
+        now="t1",
+    )
+    assert patched == {
+        "id": "ana",
+        "name": "Ana",  # the live name stays, as in Covel
+        "type": "npc",
+        "description": "A smith.",
+        "fields": {"hp": 5, "mp": 1},
+        "version": 3,
+        "createdAt": "t0",
+        "updatedAt": "t1",
+    }
+    # Unversioned: the record is replaced, version as given (1 by default).
+    assert character_record({"id": "ana", "name": "Ann"}, live, where="w", now="t1") == {
+        "id": "ana",
+        "name": "Ann",
+        "type": "npc",
+        "version": 1,
+        "createdAt": "t1",
+        "updatedAt": "t1",
+    }
 
 
 @pytest.mark.parametrize(
@@ -324,12 +402,6 @@ def test_an_unknown_proposal_type_drops_the_runtime_with_a_named_code(db, alice,
     assert "keeper/keep: proposal 1: unknown proposal type 'quest.start'" in result["reason"]
     assert result["output"] == {"ok": True}  # its output stands; none of its writes do
     assert keeper_rows(session) == {}
-
-
-def test_an_unsupported_covel_type_drops_the_runtime(db, alice, tmp_path):
-    code = propose([["state.patch", {"table": "t", "field": "f", "value": 1}]])
-    result = by_runtime(play(session_with(tmp_path, alice, code), "go"))["keeper/keep"]
-    assert (result["status"], result["code"]) == ("dropped", "proposal-type-unsupported")
 
 
 def test_ctx_plugin_data_cannot_write_a_framework_namespace(db, alice, tmp_path):
@@ -556,3 +628,324 @@ def test_an_rpc_action_and_a_guard_get_ctx_messages_in_the_sessions_language(db,
     result = by_runtime(play(session, "hi"))["greeter"]
     assert (result["status"], result["code"]) == ("skipped", "guard-skipped")
     assert result["reason"] == "greeter: 现在不行"
+
+
+# ------------------------------------------------------------------ Covel's other types, played
+
+SHEET = {"title": "Your name?", "fields": [{"name": "who", "label": "Who are you?"}]}
+
+
+def storied_session(tmp_path, alice, code: str):
+    """keeper's post-turn runtime next to the bundled storyteller (the turn's story)."""
+    index_bundled("storyteller")
+    return session_with(tmp_path, alice, code)
+
+
+def session_rows(session) -> dict[str, object]:
+    return {
+        f"{r.namespace}/{r.key}": r.value
+        for r in PluginData.objects.filter(session=session, plugin_id="_session")
+    }
+
+
+def last_turn(session) -> Turn:
+    return session.turns.order_by("-created_at").first()
+
+
+def test_narrative_append_adds_to_the_story_after_the_storyteller(db, alice, tmp_path):
+    code = propose(
+        [
+            ["narrative.append", {"content": "A bell rings twice.", "kind": "plugin"}],
+            ["narrative.append", {"content": "(The tide is turning.)", "kind": "system"}],
+        ]
+    )
+    session = storied_session(tmp_path, alice, code)
+    summary = play(session, "we wait on the quay")
+    assert by_runtime(summary)["keeper/keep"]["status"] == "succeeded"
+    turn = last_turn(session)
+    story, bell, tide = turn.narrative_text.split("\n\n")
+    assert story and story == by_runtime(summary)["storyteller"]["output"]["narrativeOutput"]
+    assert (bell, tide) == ("A bell rings twice.", "(The tide is turning.)")
+    assert summary["narrativeText"] == turn.narrative_text
+    assert turn.commit["narrative"] == [
+        {"runtime": "keeper/keep", "content": "A bell rings twice.", "kind": "plugin"},
+        {"runtime": "keeper/keep", "content": "(The tide is turning.)", "kind": "system"},
+    ]
+    told = [
+        e.payload["text"]
+        for e in SessionEvent.objects.filter(session=session, type="narrative").order_by("seq")
+    ]
+    assert told[-1] == turn.narrative_text  # the page gets the whole story
+
+
+def test_interaction_request_becomes_a_pending_form(db, alice, tmp_path):
+    code = propose(
+        [
+            [
+                "interaction.request",
+                {"interactionId": "name-ask", "type": "form", "data": SHEET},
+            ]
+        ]
+    )
+    session = session_with(tmp_path, alice, code)
+    assert by_runtime(play(session, "hello"))["keeper/keep"]["status"] == "succeeded"
+    (form,) = selectors.interaction_pending_list(session=session)
+    assert (form.interaction_id, form.plugin_id, form.runtime_id) == (
+        "name-ask",
+        "keeper",
+        "keeper/keep",
+    )
+    assert form.form["title"] == "Your name?"
+    assert [f["name"] for f in form.form["fields"]] == ["who"]
+    assert SessionEvent.objects.filter(session=session, type="interaction.created").exists()
+
+
+def test_ui_render_is_kept_with_its_turn_and_shown_escaped(db, alice, tmp_path):
+    parts = [
+        {"id": "p1", "type": "text", "status": "success", "content": "<b>Low tide</b>"},
+        {"id": "p2", "type": "stats", "status": "success", "content": {"depth": 2}},
+    ]
+    code = propose([["ui.render", {"parts": parts, "layout": "stream"}]])
+    session = session_with(tmp_path, alice, code)
+    summary = play(session, "look at the harbor")
+    (block,) = last_turn(session).blocks
+    assert block["type"] == "ui.render" and block["data"]["parts"] == parts
+    assert block["meta"] == {
+        "pluginId": "keeper",
+        "runtimeId": "keeper/keep",
+        "turnId": summary["turnId"],
+    }
+    assert summary["blocks"] == [block]
+    client = Client()
+    client.force_login(alice)
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert f'data-block="{block["id"]}"' in page
+    assert "&lt;b&gt;Low tide&lt;/b&gt;" in page and "<b>Low tide" not in page
+    assert "&quot;depth&quot;: 2" in page
+    rows = client.get(f"/api/sessions/{session.pk}/turns").json()["items"]
+    assert rows[-1]["blocks"] == [block]
+
+
+def test_state_patch_and_working_memory_are_the_sessions(db, alice, tmp_path):
+    code = propose(
+        [
+            ["state.patch", {"table": "ship", "field": "hull", "value": 7, "reason": "repairs"}],
+            ["working_memory.set", {"scope": "story", "key": "omen", "value": {"seen": True}}],
+        ]
+    )
+    session = session_with(tmp_path, alice, code)
+    summary = play(session, "we mend the ship")
+    rows = session_rows(session)
+    hull = rows["state/ship/hull"]
+    assert {k: hull[k] for k in ("table", "field", "value", "reason", "changedBy", "turnId")} == {
+        "table": "ship",
+        "field": "hull",
+        "value": 7,
+        "reason": "repairs",
+        "changedBy": "keeper/keep",
+        "turnId": summary["turnId"],
+    }
+    omen = rows["working_memory/story/omen"]
+    assert (omen["scope"], omen["key"], omen["value"]) == ("story", "omen", {"seen": True})
+    assert keeper_rows(session) == {"notes/seen": True}
+
+
+CAST = """import { makeProposal, withPendingProposals } from "@covel/plugin-handlers-utils";
+export default async function handler(ctx) {
+  const seen = (ctx.world.characters ?? []).map((c) => `${c.id}:${c.name}:${c.version}`);
+  const upsert = ctx.logicalTurn === 1
+    ? { id: "ana", name: "Ana", type: "companion", fields: { hp: 3, mp: 1 }, mirrorPluginId: "keeper" }
+    : { id: "ana", name: "Ignored", fields: { hp: 5 }, expectedVersion: 1 };
+  return withPendingProposals({ outcome: "success", value: { seen } },
+    [makeProposal(ctx, Date.now(), "character.upsert", upsert)]);
+}"""
+
+
+def test_character_upsert_is_a_session_character_seen_from_the_next_turn(db, alice, tmp_path):
+    session = session_with(tmp_path, alice, CAST)
+    first = by_runtime(play(session, "a stranger arrives"))["keeper/keep"]
+    assert first["status"] == "succeeded", first
+    assert first["output"] == {"seen": []}
+    ana = session_rows(session)["characters/ana"]
+    assert (ana["name"], ana["type"], ana["version"], ana["fields"]) == (
+        "Ana",
+        "companion",
+        1,
+        {"hp": 3, "mp": 1},
+    )
+    assert keeper_rows(session) == {"characters/ana": ana}  # its own mirror, as in Covel
+    second = by_runtime(play(session, "she heals"))["keeper/keep"]
+    assert second["output"] == {"seen": ["ana:Ana:1"]}
+    ana = session_rows(session)["characters/ana"]
+    assert (ana["name"], ana["version"], ana["fields"]) == ("Ana", 2, {"hp": 5, "mp": 1})
+    assert [c["id"] for c in selectors.session_characters(session=session)] == ["ana"]
+
+
+REFUSALS = [
+    ("narrative.append", {"content": 3}, "narrative-invalid", "payload/content"),
+    ("narrative.append", {"content": "x", "kind": 2}, "narrative-invalid", "payload/kind"),
+    ("interaction.request", {"data": SHEET}, "interaction-invalid", "payload/interactionId"),
+    (
+        "interaction.request",
+        {"interactionId": "q", "type": "poll"},
+        "interaction-invalid",
+        "'poll'",
+    ),
+    (
+        "interaction.request",
+        {"interactionId": "q", "data": [1]},
+        "interaction-invalid",
+        "payload/data: must be an object",
+    ),
+    (
+        "interaction.request",
+        {"interactionId": "q", "type": "choice"},
+        "interaction-type-unsupported",
+        "shows forms only, not a choice",
+    ),
+    (
+        "interaction.request",
+        {"interactionId": "q", "title": "t", "fields": [{"label": "No name"}]},
+        "form-invalid",
+        "payload/fields/0",
+    ),
+    ("ui.render", {"parts": []}, "ui-render-invalid", "payload/parts: must be a non-empty"),
+    ("ui.render", {"parts": ["x"]}, "ui-render-invalid", "payload/parts/0: must be an object"),
+    ("state.patch", {"field": "f", "value": 1}, "state-patch-invalid", "payload/table"),
+    (
+        "state.patch",
+        {"table": "t", "field": "", "value": 1},
+        "state-patch-invalid",
+        "payload/field",
+    ),
+    ("state.patch", {"table": "t", "field": "f"}, "state-patch-invalid", "payload/value"),
+    (
+        "state.patch",
+        {"table": "t", "field": "f", "value": 1, "reason": 2},
+        "state-patch-invalid",
+        "payload/reason",
+    ),
+    (
+        "working_memory.set",
+        {"scope": "global", "key": "k", "value": 1},
+        "working-memory-invalid",
+        "'global' is not one of player, story, shared",
+    ),
+    (
+        "working_memory.set",
+        {"scope": "story", "key": "", "value": 1},
+        "working-memory-invalid",
+        "payload/key",
+    ),
+    ("working_memory.set", {"scope": "story", "key": "k"}, "working-memory-invalid", "value"),
+    (
+        "working_memory.set",
+        {"scope": "story", "key": "k", "value": 1, "schemaRef": 4},
+        "working-memory-invalid",
+        "payload/schemaRef",
+    ),
+    ("character.upsert", {"id": "a", "name": "A", "age": 9}, "character-invalid", "payload/age"),
+    ("character.upsert", {"id": "", "name": "A"}, "character-invalid", "payload/id"),
+    ("character.upsert", {"id": "a", "name": "  "}, "character-invalid", "payload/name"),
+    ("character.upsert", {"id": "a", "name": "A", "type": ""}, "character-invalid", "payload/type"),
+    (
+        "character.upsert",
+        {"id": "a", "name": "A", "description": 1},
+        "character-invalid",
+        "payload/description",
+    ),
+    ("character.upsert", {"id": "a", "name": "A", "version": 0}, "character-invalid", "version"),
+    (
+        "character.upsert",
+        {"id": "a", "name": "A", "createdAt": 5},
+        "character-invalid",
+        "payload/createdAt",
+    ),
+    (
+        "character.upsert",
+        {"id": "a", "name": "A", "mirrorPluginIds": "keeper"},
+        "character-invalid",
+        "payload/mirrorPluginIds",
+    ),
+    (
+        "character.upsert",
+        {"id": "a", "name": "A", "mirrorPluginIds": ["keeper", "character-panel"]},
+        "character-mirror-not-owned",
+        "into the data of 'character-panel'",
+    ),
+    (
+        "character.upsert",
+        {"id": "a", "name": "A", "expectedVersion": 1},
+        "character-version-conflict",
+        "whose record does not exist",
+    ),
+    (
+        "character.upsert",
+        {"id": "a", "name": "A", "type": "villain"},
+        "character-type-unknown",
+        "'villain' is not a character type here",
+    ),
+    (
+        "asset.generate",
+        {"ref": {"id": "m1", "mime": "image/png", "size": 9}, "modality": "image"},
+        "asset-store-unavailable",
+        "no media store",
+    ),
+]
+
+
+@pytest.mark.parametrize(("kind", "payload", "code", "where"), REFUSALS)
+def test_each_check_of_covels_other_types_drops_the_runtime(
+    db, alice, tmp_path, kind, payload, code, where
+):
+    code_js = propose([["narrative.append", {"content": "Kept?"}], [kind, payload]])
+    session = session_with(tmp_path, alice, code_js)
+    result = by_runtime(play(session, "go"))["keeper/keep"]
+    assert (result["status"], result["code"]) == ("dropped", code), result
+    assert where in result["reason"] and f"[{code}]" in result["reason"]
+    assert "keeper/keep: proposal 1" in result["reason"]
+    turn = last_turn(session)
+    # Nothing of the run is kept: no data, no story text, no block, no form.
+    assert keeper_rows(session) == {} and session_rows(session) == {}
+    assert "Kept?" not in turn.narrative_text and turn.blocks == []
+    assert not selectors.interaction_pending_list(session=session)
+
+
+def test_a_second_player_character_is_refused(db, alice, tmp_path):
+    players = propose(
+        [
+            ["character.upsert", {"id": "a", "name": "A", "type": "player"}],
+            ["character.upsert", {"id": "b", "name": "B", "type": "player"}],
+        ]
+    )
+    result = by_runtime(play(session_with(tmp_path, alice, players), "go"))["keeper/keep"]
+    assert (result["status"], result["code"]) == ("dropped", "character-player-taken")
+    assert "at most one player character (a, b would be)" in result["reason"]
+
+
+def test_a_form_id_asked_twice_is_refused(db, alice, tmp_path):
+    ask = {"interactionId": "same", "data": SHEET}
+    twice = propose([["interaction.request", ask], ["interaction.request", ask]])
+    result = by_runtime(play(session_with(tmp_path, alice, twice), "go"))["keeper/keep"]
+    assert (result["status"], result["code"]) == ("dropped", "form-invalid")
+    assert "'same' is already used in this session [uniqueInteractionId]" in result["reason"]
+
+
+def test_a_manual_runs_ui_block_is_on_the_page_too(db, alice, tmp_path):
+    code = propose([["ui.render", {"parts": [{"id": "p", "type": "text", "content": "Hand."}]}]])
+    manual = ({"schedule": {"trigger": {"type": "manual"}}, "function": {}}, code)
+    folder = write_plugin(tmp_path, "keeper", {}, runtimes={"keep": manual})
+    index_folder(folder)
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["keeper"]))
+    client = Client()
+    client.force_login(alice)
+    answer = client.post(
+        f"/api/sessions/{session.pk}/runtimes/keeper/keep/run",
+        json.dumps({"payload": {}}),
+        content_type="application/json",
+    )
+    assert answer.status_code == 200, answer.content
+    (block,) = last_turn(session).blocks
+    assert last_turn(session).kind == "manual"
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert f'data-block="{block["id"]}"' in page and "Hand." in page
