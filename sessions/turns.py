@@ -624,6 +624,15 @@ class TurnExecutor:
         topic = (planned.manifest.schedule.get("trigger") or {}).get("topic")
         return self.trigger_events.get(str(topic)) if topic else None
 
+    def _agent_activation(self, planned: PlannedRuntime) -> dict[str, Any] | None:
+        """What an agent woken by an event reads of it (Covel's runtime activation): the
+        event's data as payload; detached when the event's job runs it."""
+        event = self._trigger_event(planned)
+        if event is None:
+            return None
+        detached = planned.activation == "detached"
+        return {"source": "event", "detached": detached, "payload": event.get("data")}
+
     def _execution_source(self) -> str:
         return self.request.execution_source or str(self.turn.pk)
 
@@ -1047,6 +1056,7 @@ class TurnExecutor:
             segments=self._extension_segments(planned, result),
             inputs={name: bound["value"] for name, bound in inputs.items()},
             payload=self.request.manual.get(planned.runtime),
+            activation=self._agent_activation(planned),
             variables={"world": self.world, "settings": user_settings},
             user_settings=user_settings,
             world=self.world,

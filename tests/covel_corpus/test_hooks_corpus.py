@@ -164,3 +164,45 @@ def test_bell_ringer_listener_gets_the_topic_payload_and_source_of_its_event(db,
     # No bell, no event: the listener is not woken.
     quiet = by_runtime(play(session, "I keep quiet."))
     assert "bell-ringer/listen" not in quiet
+
+
+def test_an_agent_woken_by_an_event_reads_it_in_its_runtime_activation_block(db, alice, tmp_path):
+    """Covel renders an event activation into the agent's system prompt as the reserved
+    <runtime-activation> block ({source, detached, payload}, payload = the event's data), the
+    same activation a function handler reads (context/prompt-assembler.ts)."""
+    from corpus_support import corpus_index
+    from test_play_support import index_folder, make_world, write_plugin
+
+    from sessions.services import session_create
+
+    folder = write_plugin(
+        tmp_path,
+        "bell-warden",
+        {
+            "runtime": {
+                "description": "Answers the harbour bell.",
+                "schedule": {
+                    "stage": "post-turn",
+                    "trigger": {"type": "event", "topic": "bell.rang"},
+                },
+                "agent": {"model": "utility"},
+            }
+        },
+    )
+    index_folder(folder)
+    corpus_index("bell-ringer")
+    with StandInModel([{"content": "The warden counts two peals."}], exhausted_status=400) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        world = make_world(owner=alice, plugins=["bell-ringer", "bell-warden"])
+        session = session_create(owner=alice, world=world)
+        result = by_runtime(play(session, "I ring the bell, ring it twice."))
+        [request] = model.requests
+    warden = result["bell-warden"]
+    assert warden["status"] == "succeeded" and warden["activation"] == "event", warden
+    system = request["messages"][0]
+    assert system["role"] == "system"
+    block = (
+        '<runtime-activation>\n{"source":"event","detached":false,'
+        '"payload":{"times":2,"bell":"harbour"}}\n</runtime-activation>'
+    )
+    assert block in system["content"]
