@@ -375,7 +375,9 @@ def pre_state_commit(executor: Any) -> None:
     payload {proposals} (that runtime's plugin.data writes). An abort vetoes them all (a
     runtime's writes apply all or nothing here): they are thrown away and the runtime is
     dropped (`hook-vetoed`); a story runtime keeps its story and loses only its writes, as a
-    refused write does. Covel asks per proposal and skips the vetoed one; the rest commit."""
+    refused write does. Covel asks per proposal and skips the vetoed one; the rest commit. The
+    runtimes that read the vetoed one's writes or used its result drop with it at the commit
+    (TurnOverlay.veto), as Covel drops a rejected runtime's hard dependants."""
     hooks: HookDispatcher = executor.hooks
     if not hooks.wants("PreStateCommit"):
         return
@@ -387,9 +389,9 @@ def pre_state_commit(executor: Any) -> None:
         )
         if not outcome.aborted:
             continue
-        executor.overlay.complete(runtime, succeeded=False)
         result = executor.results[runtime]
         why = f"a PreStateCommit hook of {outcome.package} vetoed its writes: {outcome.reason}"
+        executor.overlay.veto(runtime, why)
         if result.story:
             result.reason = f"its writes were not saved: {why}"
         else:

@@ -475,3 +475,67 @@ covel.on("PostToolUse", async (_ctx, p) => p.result?.noted === "enough" ? { acti
         PluginData.objects.filter(session=session, plugin_id="scribe").values_list("key", flat=True)
     )
     assert noted == {"first", "enough"}
+
+
+def test_a_vetoed_runtime_drops_the_runtimes_that_used_its_result(db, alice, tmp_path):
+    """Covel (commit/finalize-execution.ts): a PreStateCommit veto is a rejected proposal, and
+    every runtime that hard-depends on the dropped runtime is dropped with it."""
+    from sessions.models import PluginData
+
+    stash = """export default async (ctx) => {
+  await ctx.pluginData.set("coins", "last", { word: ctx.inputs.turn.value.playerMessage });
+  return { outcome: "success", value: { word: ctx.inputs.turn.value.playerMessage } };
+};"""
+    tally = """export default async (ctx) => {
+  await ctx.pluginData.set("tally", "last", ctx.inputs.stashed.value);
+  return { outcome: "success", value: ctx.inputs.stashed.value };
+};"""
+    gate = """export default function register(covel) {
+  covel.on("PreStateCommit", async (_ctx, p) =>
+    (p.proposals ?? []).some((x) => x.source?.runtimeId === "vault/stash" && x.payload?.value?.word === "steal")
+      ? { action: "abort", reason: "no stealing" } : { action: "continue" });
+}
+"""
+    folder = write_plugin(
+        tmp_path,
+        "vault",
+        {"contributes": {"hooks": ["PreStateCommit"]}},
+        runtimes={
+            "stash": (
+                {
+                    "schedule": {"stage": "post-turn"},
+                    "io": {"inputs": {"turn": {"from": {"kernel": "turn-digest@1"}}}},
+                    "function": {"timeoutMs": 2000},
+                },
+                stash,
+            ),
+            "tally": (
+                {
+                    "schedule": {"stage": "audit"},
+                    "io": {"inputs": {"stashed": {"from": {"runtime": "vault/stash"}}}},
+                    "function": {"timeoutMs": 2000},
+                },
+                tally,
+            ),
+        },
+        files={"server/index.js": gate},
+    )
+    index_folder(folder)
+    index_bundled("storyteller")
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["vault"]))
+    kept = by_runtime(play(session, "keep"))
+    assert kept["vault/tally"]["status"] == "succeeded", kept["vault/tally"]
+    vetoed = play(session, "steal")
+    runtimes = by_runtime(vetoed)
+    assert runtimes["vault/stash"]["code"] == "hook-vetoed"
+    tally_result = runtimes["vault/tally"]
+    assert tally_result["status"] == "dropped", tally_result
+    assert tally_result["code"] == "read-refused-write"
+    assert tally_result["reason"] == (
+        "vault/tally used data or a result of vault/stash, "
+        "whose writes a PreStateCommit hook vetoed"
+    )
+    # Neither write was saved; the vetoed runtime itself is reported by its hook, not twice.
+    saved = {r.namespace: r.value for r in PluginData.objects.filter(session=session)}
+    assert saved == {"coins": {"word": "keep"}, "tally": {"word": "keep"}}
+    assert [d["runtime"] for d in vetoed["commit"]["dropped"]] == ["vault/tally"]
