@@ -1162,10 +1162,14 @@ class TurnExecutor:
             turn_id=str(self.turn.pk),
             compact=not self._compacted,
             failures=failures,
+            gate=lambda count: hooks.compaction_allowed(self, count),
+            observe=lambda done, ids: hooks.compaction_observed(self, done, ids),
         )
         self._compacted = True
         self._extension_failed(failures, result)
         history = [PromptTurn(messages=tuple(t)) for t in turns]
+        if max_turns is not None:
+            max_turns = hooks.history_window(self, len(history), max_turns)
         return (history[-max_turns:] if max_turns is not None else history), compacted
 
     def _history(self, *, max_turns: int | None = None) -> list[Any]:
