@@ -36,6 +36,7 @@ REPLY_DATA_FIELDS = (
     "ui",
 )
 RUNTIME_DONE = "runtime-done"
+MISSING_OUTPUT = object()  # no business tool call has succeeded yet
 # The builtin that brings deferred tools into the offer (agent.tools.defer); see docs/agents.md.
 LOAD_TOOLS = "load-tools"
 
@@ -224,6 +225,8 @@ class _Loop:
         )
         self.repeats: list[str] = []
         self.tools_off = False
+        self.terminated = False  # a PostToolUse hook ended the tool loop (replace.terminate)
+        self.last_output: Any = MISSING_OUTPUT  # the latest successful business tool result
         self.any_business_success = False
         if not config.reasoning and not endpoint.reasoning_off:
             # Never ignored in silence: the run says its reasoning: false had no effect.
@@ -393,26 +396,34 @@ class _Loop:
             if not self.config.concealed:
                 record["arguments"] = call.arguments
             self.run.tool_calls.append(record)
-            if not outcome.ok:
-                continue
-            if call.name == LOAD_TOOLS:
-                continue  # loading tools is bookkeeping, never the run's work
-            if call.name == RUNTIME_DONE:
-                # runtime-done completes an explicit run; it never counts as tool use.
-                if self.config.completion_require != "tool-use":
-                    return self.run.succeed(None)
-                continue
-            self.any_business_success = True
-            if call.name == self.config.finish_with or call.name in self.config.after_tools:
-                return self.run.succeed(outcome.content)
+            done = self.after_call(call.name, outcome)
+            if done is not None:
+                return done
+            if self.terminated:
+                break  # the reply's later tool calls never run
+        if self.terminated:
+            return self.end_by_hook(result)
         if self.config.loop_detection and self.is_looping(result):
             return self.on_loop()
+        return None
+
+    def after_call(self, name: str, outcome: ToolOutcome) -> AgentRun | None:
+        """What one finished tool call means for the run: its end, or None to go on."""
+        if not outcome.ok or name == LOAD_TOOLS:
+            return None  # loading tools is bookkeeping, never the run's work
+        if name == RUNTIME_DONE:
+            # runtime-done completes an explicit run; it never counts as tool use.
+            return self.run.succeed(None) if self.config.completion_require != "tool-use" else None
+        self.any_business_success = True
+        self.last_output = outcome.content
+        if name == self.config.finish_with or name in self.config.after_tools:
+            return self.run.succeed(outcome.content)
         return None
 
     def guarded_call(self, call_id: str, name: str, raw_arguments: str) -> ToolOutcome:
         """PreToolUse may refuse the call (the model gets the refusal as the tool's result) or
         change it (replace.toolCall); PostToolUse may replace the result the model reads
-        (replace.result) or end the tool loop (replace.terminate: the next ask has tools off)."""
+        (replace.result) or end the run (replace.terminate: see end_by_hook)."""
         tool_call = {"id": call_id, "name": name, "arguments": raw_arguments}
         pre = self.hook("PreToolUse", {"toolCall": tool_call})
         if pre is not None and pre.aborted:
@@ -432,8 +443,24 @@ class _Loop:
         if "result" in post.replaced:
             outcome = dataclasses.replace(outcome, content=post.replaced["result"])
         if post.replaced.get("terminate") is True:
-            self.tools_off = True
+            self.terminated = True
         return outcome
+
+    def end_by_hook(self, result: ChatResult) -> AgentRun:
+        """A PostToolUse hook said terminate: as in Covel, the reply's later tool calls do not run
+        and no further request is made. The output is the reply's prose when it has some (checked
+        against io.output.schema, with no repair request), else the last successful tool
+        result; a run whose tool calls all failed fails."""
+        if result.content:
+            done = self.finish_with_text(result.content, repair=False)
+            assert done is not None  # without repair it always ends the run
+            return done
+        if self.last_output is not MISSING_OUTPUT:
+            return self.run.succeed(self.last_output)
+        return self.run.fail(
+            "tool-failed",
+            "a PostToolUse hook ended the run before any tool call succeeded",
+        )
 
     def call_tool(self, name: str, raw_arguments: str) -> ToolOutcome:
         if name in self.deferred:
@@ -534,7 +561,7 @@ class _Loop:
             )
         return self.finish_with_text(result.content)
 
-    def finish_with_text(self, text: str | None) -> AgentRun | None:
+    def finish_with_text(self, text: str | None, *, repair: bool = True) -> AgentRun | None:
         text = text or ""
         if not self.output_schema:
             return self.run.succeed(self.strip_data_fields(text), text)
@@ -545,7 +572,7 @@ class _Loop:
             return self.run.succeed(value, text)
         except (ValueError, jsonschema.ValidationError) as exc:
             problem = exc.message if isinstance(exc, jsonschema.ValidationError) else "not JSON"
-            if self.budgets["outputRepair"] > 0:
+            if repair and self.budgets["outputRepair"] > 0:
                 self.budgets["outputRepair"] -= 1
                 self.tools_off = True
                 self.messages.append({"role": "assistant", "content": text})

@@ -92,6 +92,9 @@ class AgentRuntimeContext:
     compacted: str | None = None  # history.compact@2 summaries (agents.prompt.PromptContext)
     inputs: Mapping[str, Any] = field(default_factory=dict)  # name -> bound value (unwrapped)
     payload: Any = None  # a manual trigger's payload (the model reads it in <trigger-payload>)
+    # How an event woke the runtime, as Covel gives it to agents: {source: "event", detached,
+    # payload: the event's data}, shown in <runtime-activation>. None for any other activation.
+    activation: Mapping[str, Any] | None = None
     self_data: Mapping[str, Sequence[DataEntry]] | None = None  # None: read through `data`
     variables: Mapping[str, Any] = field(default_factory=dict)
     segments: Sequence[Mapping[str, Any]] = ()  # contributes.prompt of the active packages
@@ -192,6 +195,18 @@ def _segments(runtime: RuntimeManifest, context: AgentRuntimeContext) -> list[Ma
                 "content": "<trigger-payload>\n"
                 + json.dumps(context.payload, ensure_ascii=False, indent=2)
                 + "\n</trigger-payload>",
+            }
+        )
+    if context.activation is not None:
+        # Covel's reserved block: the activation as compact JSON, with &, < and > escaped so
+        # the event's data cannot close the tag.
+        text = json.dumps(dict(context.activation), ensure_ascii=False, separators=(",", ":"))
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        segments.append(
+            {
+                "id": "runtime-activation",
+                "position": "system",
+                "content": f"<runtime-activation>\n{text}\n</runtime-activation>",
             }
         )
     if (runtime.data.get("agent") or {}).get("advertiseEvents") and context.events:

@@ -280,23 +280,34 @@ def agent_history(
     turn_id: str,
     compact: bool,
     failures: list[dict[str, Any]],
+    gate: Callable[[int], bool] | None = None,
+    observe: Callable[[bool, list[str]], None] | None = None,
 ) -> tuple[list[list[dict[str, str]]], str | None]:
     """The agent's history, turn by turn, and the <compacted_history> that stands before it.
 
     rows: the committed player turns (id, player message, story, created), oldest first.
     compact: ask history.compact@2 (the caller does once a turn). Then the uncompacted
     messages go through prompt.history-transform@1.
+    gate(uncompacted message count), when a compactor is active: False skips the compaction
+    (the PreCompaction hook); observe(compacted, new summary ids) follows it (PostCompaction).
     """
     messages = history_messages(session=session, rows=rows)
     summaries = summaries_of(session)
-    if compact and history_compact(
-        session=session,
-        active=active,
-        system_prompt=system_prompt,
-        messages=_uncompacted(messages, summaries),
-        failures=failures,
-    ):
-        summaries = summaries_of(session)
+    if compact and providers_of(active, COMPACT):
+        pending = _uncompacted(messages, summaries)
+        if gate is None or gate(len(pending)):
+            before = {s.summary_id for s in summaries}
+            done = history_compact(
+                session=session,
+                active=active,
+                system_prompt=system_prompt,
+                messages=pending,
+                failures=failures,
+            )
+            if done:
+                summaries = summaries_of(session)
+            if observe is not None:
+                observe(done, [s.summary_id for s in summaries if s.summary_id not in before])
     shown = history_transform(
         session=session,
         active=active,

@@ -33,6 +33,7 @@ from eventlog.services import event_append
 from pluginhost.errors import PluginHostError
 from pluginhost.services import plugin_hook_call
 from sessions.callbacks import SessionCallbacks
+from sessions.extensions import COMPACT, providers_of
 from sessions.models import Session
 
 log = logging.getLogger("covel.sessions.hooks")
@@ -375,7 +376,9 @@ def pre_state_commit(executor: Any) -> None:
     payload {proposals} (that runtime's plugin.data writes). An abort vetoes them all (a
     runtime's writes apply all or nothing here): they are thrown away and the runtime is
     dropped (`hook-vetoed`); a story runtime keeps its story and loses only its writes, as a
-    refused write does. Covel asks per proposal and skips the vetoed one; the rest commit."""
+    refused write does. Covel asks per proposal and skips the vetoed one; the rest commit. The
+    runtimes that read the vetoed one's writes or used its result drop with it at the commit
+    (TurnOverlay.veto), as Covel drops a rejected runtime's hard dependants."""
     hooks: HookDispatcher = executor.hooks
     if not hooks.wants("PreStateCommit"):
         return
@@ -387,9 +390,9 @@ def pre_state_commit(executor: Any) -> None:
         )
         if not outcome.aborted:
             continue
-        executor.overlay.complete(runtime, succeeded=False)
         result = executor.results[runtime]
         why = f"a PreStateCommit hook of {outcome.package} vetoed its writes: {outcome.reason}"
+        executor.overlay.veto(runtime, why)
         if result.story:
             result.reason = f"its writes were not saved: {why}"
         else:
@@ -440,6 +443,38 @@ def history_window(executor: Any, total: int, max_turns: int) -> int | None:
         {"compacted": kept < total, "keptTurns": kept, "droppedTurns": total - kept},
     )
     return keep
+
+
+def _compactor(executor: Any) -> str:
+    return ", ".join(p.name for p in providers_of(executor.active, COMPACT))
+
+
+def compaction_allowed(executor: Any, message_count: int) -> bool:
+    """PreCompaction (sequential) before the history.compact@2 provider is asked, once a turn,
+    where Covel asks it before its compactor runs: an abort skips the compaction this turn
+    (the history stays as the saved summaries leave it). messageCount: uncompacted messages."""
+    hooks: HookDispatcher = executor.hooks
+    if not hooks.wants("PreCompaction"):
+        return True
+    outcome = hooks.dispatch(
+        "PreCompaction", {"messageCount": message_count, "compactor": _compactor(executor)}
+    )
+    return not outcome.aborted
+
+
+def compaction_observed(executor: Any, compacted: bool, summary_ids: list[str]) -> None:
+    """PostCompaction (parallel) after the provider compaction: {compacted, summaryId?, ...}."""
+    hooks: HookDispatcher = executor.hooks
+    if not hooks.wants("PostCompaction"):
+        return
+    payload: dict[str, Any] = {
+        "compacted": compacted,
+        "summaryIds": summary_ids,
+        "compactor": _compactor(executor),
+    }
+    if summary_ids:
+        payload["summaryId"] = summary_ids[0]
+    hooks.dispatch("PostCompaction", payload)
 
 
 @dataclass

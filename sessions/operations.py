@@ -562,10 +562,16 @@ class ReadRecord:
     saw: tuple[str, ...]  # runtimes whose uncommitted writes were part of the value read
 
 
+CASCADE_WHY = {
+    "write-refused": "whose write was refused",
+    "hook-vetoed": "whose writes a PreStateCommit hook vetoed",
+}
+
+
 @dataclass(frozen=True)
 class Dropped:
     runtime: str
-    code: str  # "write-refused" or "read-refused-write"
+    code: str  # "write-refused", "hook-vetoed" or "read-refused-write"
     message: str
 
 
@@ -598,6 +604,7 @@ class TurnOverlay:
     writes: list[StagedWrite] = field(default_factory=list)
     completed: list[str] = field(default_factory=list)  # succeeded runtimes, in completion order
     failed: set[str] = field(default_factory=set)
+    vetoed: dict[str, str] = field(default_factory=dict)  # runtime -> why a hook vetoed it
     readers: dict[str, set[str]] = field(
         default_factory=dict
     )  # reader runtime -> runtimes it read from
@@ -717,6 +724,13 @@ class TurnOverlay:
             self.failed.add(runtime)
             self.writes = [w for w in self.writes if w.runtime != runtime]
 
+    def veto(self, runtime: str, message: str) -> None:
+        """A PreStateCommit hook vetoed runtime's writes: they are thrown away like a failed
+        runtime's, and at the commit its readers drop as a refused write's do (Covel drops every
+        runtime that hard-depends on a dropped one)."""
+        self.complete(runtime, succeeded=False)
+        self.vetoed[runtime] = message
+
     def discard_since(self, mark: int) -> None:
         """Forget every write staged since len(writes) was mark: a nested run that did not
         succeed (ctx.recursiveCall; runtimes run one at a time, so they were all its own)."""
@@ -737,6 +751,10 @@ class TurnOverlay:
         dropped: dict[str, Dropped] = {}
         refusals: dict[str, WriteRefused] = {}
         latest: dict[tuple[str, str, str], Any] = {}
+        # Vetoed runtimes are reported by the caller already; here they only seed the cascade.
+        vetoed = {r: Dropped(r, "hook-vetoed", why) for r, why in self.vetoed.items()}
+        dropped.update(vetoed)
+        self._cascade(dropped, story_set)
         while True:
             values: dict[tuple[str, str, str], Any] = {}
             new_drop = False
@@ -773,7 +791,7 @@ class TurnOverlay:
         return CommitResult(
             values=values,
             refusals=tuple(refusals.values()),
-            dropped=tuple(dropped[r] for r in runtimes if r in dropped),
+            dropped=tuple(dropped[r] for r in runtimes if r in dropped and r not in vetoed),
             kept=kept,
         )
 
@@ -790,10 +808,6 @@ class TurnOverlay:
                         reader,
                         "read-refused-write",
                         f"{reader} used data or a result of {culprit[0]}, "
-                        + (
-                            "whose write was refused"
-                            if dropped[culprit[0]].code == "write-refused"
-                            else "which was dropped in turn"
-                        ),
+                        + CASCADE_WHY.get(dropped[culprit[0]].code, "which was dropped in turn"),
                     )
                     changed = True

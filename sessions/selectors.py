@@ -204,6 +204,42 @@ def notification_recent_list(*, session: Session, limit: int = 10) -> list[dict[
     return [row.payload for row in rows]
 
 
+# Problems the player should see among the notices (docs/play.md "Pages"): never silent.
+PROBLEM_EVENTS = ("hook.aborted", "hook.failed", "extension.failed")
+
+
+def problem_notice(type: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A hook's abort or failure, or a skipped extension provider, as a notice: the line
+    names the package, the event (or point) and says what happened; the message is the body.
+    static/js/play.js problemNotice builds the same notice from a live event."""
+    if type == "extension.failed":
+        who = str(payload.get("plugin") or "")
+        title = f"The {payload.get('point')} extension {who}/{payload.get('extension')} was skipped"
+    else:
+        who = str(payload.get("package") or "")
+        done = "aborted" if type == "hook.aborted" else "failed"
+        title = f"The {payload.get('event')} hook of {who} {done}"
+    return {
+        "title": title,
+        "body": str(payload.get("message") or ""),
+        "level": "error" if type == "hook.failed" else "warning",
+        "pluginId": who,
+        "problem": type,
+    }
+
+
+def notice_recent_list(*, session: Session, limit: int = 10) -> list[dict[str, Any]]:
+    """The play page's notices, newest first: notifications, and the hook and extension
+    problems of the session's stream as problem_notice lines."""
+    rows = SessionEvent.objects.filter(
+        session=session, type__in=("notification.created", *PROBLEM_EVENTS)
+    ).order_by("-seq")[:limit]
+    return [
+        row.payload if row.type == "notification.created" else problem_notice(row.type, row.payload)
+        for row in rows
+    ]
+
+
 def package_messages(*, manifest: Manifest, locale: str) -> dict[str, str] | None:
     """The package's translations of its code's texts for a locale, or None without any.
 

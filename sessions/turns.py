@@ -630,6 +630,15 @@ class TurnExecutor:
         topic = (planned.manifest.schedule.get("trigger") or {}).get("topic")
         return self.trigger_events.get(str(topic)) if topic else None
 
+    def _agent_activation(self, planned: PlannedRuntime) -> dict[str, Any] | None:
+        """What an agent woken by an event reads of it (Covel's runtime activation): the
+        event's data as payload; detached when the event's job runs it."""
+        event = self._trigger_event(planned)
+        if event is None:
+            return None
+        detached = planned.activation == "detached"
+        return {"source": "event", "detached": detached, "payload": event.get("data")}
+
     def _execution_source(self) -> str:
         return self.request.execution_source or str(self.turn.pk)
 
@@ -1086,6 +1095,7 @@ class TurnExecutor:
             segments=self._extension_segments(planned, result),
             inputs={name: bound["value"] for name, bound in inputs.items()},
             payload=self.request.manual.get(planned.runtime),
+            activation=self._agent_activation(planned),
             variables={"world": self.world, "settings": user_settings},
             user_settings=user_settings,
             world=self.world,
@@ -1191,10 +1201,14 @@ class TurnExecutor:
             turn_id=str(self.turn.pk),
             compact=not self._compacted,
             failures=failures,
+            gate=lambda count: hooks.compaction_allowed(self, count),
+            observe=lambda done, ids: hooks.compaction_observed(self, done, ids),
         )
         self._compacted = True
         self._extension_failed(failures, result)
         history = [PromptTurn(messages=tuple(t)) for t in turns]
+        if max_turns is not None:
+            max_turns = hooks.history_window(self, len(history), max_turns)
         return (history[-max_turns:] if max_turns is not None else history), compacted
 
     def _history(self, *, max_turns: int | None = None) -> list[Any]:

@@ -164,7 +164,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         ],
         "last_seq": last_event_seq(session=session),
         "forms": play_selectors.interaction_pending_list(session=session),
-        "notifications": play_selectors.notification_recent_list(session=session),
+        "notifications": play_selectors.notice_recent_list(session=session),
         "ui_slots": session_slots(session=session),
     }
     return render(request, "sessions/session_detail.html", context, status=status)

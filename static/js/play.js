@@ -262,6 +262,10 @@
     "ui.rendered": (p) => showBlock(p.block || {}),
     "interaction.created": () => refreshForms(),
     "notification.created": (p) => showNotice(p),
+    // A hook's abort or failure and a skipped extension provider are never silent.
+    "hook.aborted": (p) => showNotice(problemNotice("hook.aborted", p)),
+    "hook.failed": (p) => showNotice(problemNotice("hook.failed", p)),
+    "extension.failed": (p) => showNotice(problemNotice("extension.failed", p)),
     "turn.failed": (p) => {
       if (state) state.textContent = `The turn failed: ${p.error}`;
     },
@@ -290,9 +294,23 @@
 
   // ---------------------------------------------------------------- forms and notices
 
+  // The same line as sessions/selectors.py problem_notice, for the server-rendered past.
+  function problemNotice(type, p) {
+    if (type === "extension.failed") {
+      const who = String(p.plugin || "");
+      return { title: `The ${p.point} extension ${who}/${p.extension} was skipped`, body: String(p.message || ""),
+        level: "warning", pluginId: who, problem: type };
+    }
+    const who = String(p.package || "");
+    const done = type === "hook.aborted" ? "aborted" : "failed";
+    return { title: `The ${p.event} hook of ${who} ${done}`, body: String(p.message || ""),
+      level: type === "hook.failed" ? "error" : "warning", pluginId: who, problem: type };
+  }
+
   function showNotice(notice) {
     notices.querySelector(".empty")?.remove();
     const item = el("li", `notification level-${String(notice.level || "info").replace(/[^a-z]/g, "")}`);
+    if (notice.problem) item.dataset.problem = notice.problem;
     item.append(el("strong", "title", notice.title));
     if (notice.body) item.append(el("span", "body", notice.body));
     item.append(el("span", "from muted", notice.pluginId));

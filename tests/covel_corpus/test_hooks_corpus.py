@@ -164,3 +164,102 @@ def test_bell_ringer_listener_gets_the_topic_payload_and_source_of_its_event(db,
     # No bell, no event: the listener is not woken.
     quiet = by_runtime(play(session, "I keep quiet."))
     assert "bell-ringer/listen" not in quiet
+
+
+def test_an_agent_woken_by_an_event_reads_it_in_its_runtime_activation_block(db, alice, tmp_path):
+    """Covel renders an event activation into the agent's system prompt as the reserved
+    <runtime-activation> block ({source, detached, payload}, payload = the event's data), the
+    same activation a function handler reads (context/prompt-assembler.ts)."""
+    from corpus_support import corpus_index
+    from test_play_support import index_folder, make_world, write_plugin
+
+    from sessions.services import session_create
+
+    folder = write_plugin(
+        tmp_path,
+        "bell-warden",
+        {
+            "runtime": {
+                "description": "Answers the harbour bell.",
+                "schedule": {
+                    "stage": "post-turn",
+                    "trigger": {"type": "event", "topic": "bell.rang"},
+                },
+                "agent": {"model": "utility"},
+            }
+        },
+    )
+    index_folder(folder)
+    corpus_index("bell-ringer")
+    with StandInModel([{"content": "The warden counts two peals."}], exhausted_status=400) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        world = make_world(owner=alice, plugins=["bell-ringer", "bell-warden"])
+        session = session_create(owner=alice, world=world)
+        result = by_runtime(play(session, "I ring the bell, ring it twice."))
+        [request] = model.requests
+    warden = result["bell-warden"]
+    assert warden["status"] == "succeeded" and warden["activation"] == "event", warden
+    system = request["messages"][0]
+    assert system["role"] == "system"
+    block = (
+        '<runtime-activation>\n{"source":"event","detached":false,'
+        '"payload":{"times":2,"bell":"harbour"}}\n</runtime-activation>'
+    )
+    assert block in system["content"]
+
+
+def test_pre_compaction_gates_the_memory_compactor_and_post_compaction_sees_it(
+    db, alice, tmp_path, settings
+):
+    """Covel's executeTurn asks PreCompaction before its compactor, once a turn (an abort skips
+    the compaction that turn), and PostCompaction after it with {compacted, summaryId}."""
+    from corpus_support import corpus_index
+    from test_play_support import index_bundled, index_folder, make_world, write_plugin
+
+    from sessions.models import HistorySummary
+    from sessions.services import session_create
+
+    settings.COVEL_HISTORY_CONTEXT_TOKENS = 100  # the story prompt alone passes 60% of it
+    archivist = """export default function register(covel) {
+  covel.on("PreCompaction", async (_ctx, p) =>
+    p.messageCount < 8 ? { action: "abort", reason: `only ${p.messageCount} messages` } : { action: "continue" });
+  covel.on("PostCompaction", async (_ctx, p) => { throw new Error(JSON.stringify(p)); });
+}
+"""
+    folder = write_plugin(
+        tmp_path,
+        "archivist",
+        {"contributes": {"hooks": ["PreCompaction", "PostCompaction"]}},
+        files={"server/index.js": archivist},
+    )
+    index_folder(folder)
+    index_bundled("story-agent")
+    corpus_index("memory-compactor")
+    replies = [{"content": f"Story {i}."} for i in range(1, 6)]
+    with StandInModel(replies, exhausted_status=400) as model:
+        ModelSlot.objects.create(name="story", base_url=model.base_url, model="stand-in")
+        world = make_world(owner=alice, plugins=["story-agent", "memory-compactor", "archivist"])
+        session = session_create(owner=alice, world=world)
+        lines = ["I read the map.", "I pack bread.", "I leave at dawn.", "I cross.", "I rest."]
+        results = [play(session, line) for line in lines]
+        requests = model.requests
+    assert all(r["status"] == "committed" for r in results)
+    # Turns 1-4: the veto skipped the compaction although the window was passed.
+    for number, result in enumerate(results[:4]):
+        assert [(h["event"], h["outcome"], h["message"]) for h in result["hooks"]] == [
+            ("PreCompaction", "aborted", f"only {2 * number} messages")
+        ]
+        assert "<compacted_history>" not in json.dumps(requests[number]["messages"])
+    # Turn 5: the compactor ran, and PostCompaction observed what it saved.
+    summaries = list(HistorySummary.objects.filter(session=session))
+    assert summaries
+    [observed] = results[4]["hooks"]
+    assert observed["event"] == "PostCompaction" and observed["outcome"] == "error"
+    seen = json.loads(observed["message"].split(" threw: ", 1)[1])
+    assert seen == {
+        "compacted": True,
+        "summaryIds": [s.summary_id for s in summaries],
+        "compactor": "memory-compactor/" + seen["compactor"].split("/", 1)[1],
+        "summaryId": summaries[0].summary_id,
+    }
+    assert "<compacted_history>" in json.dumps(requests[4]["messages"])

@@ -96,3 +96,50 @@ def test_a_player_creates_a_session_and_plays_two_turns(page, live_server, alice
     # The closed stream notices at its next keep-alive; let its server thread end while the
     # test database is still there.
     page.wait_for_timeout(3000)
+
+
+def test_hook_failures_show_in_the_notices_live_and_after_a_reload(
+    page, live_server, alice, log_in, tmp_path
+):
+    from test_play_support import index_folder, write_plugin
+
+    from sessions.services import session_create
+
+    crier = """export default function register(covel) {
+  covel.on("TurnStop", async () => { throw new Error("<img src=x> the bell cracked"); });
+}
+"""
+    folder = write_plugin(
+        tmp_path,
+        "town-crier",
+        {"contributes": {"hooks": ["TurnStop"]}},
+        files={"server/index.js": crier},
+    )
+    index_folder(folder)
+    index_bundled("storyteller")
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["town-crier"]))
+    log_in(page, "alice", "alice-password", f"/sessions/{session.pk}/")
+    expect(page.locator("#play[data-connected=true]")).to_have_count(1)
+    expect(page.locator("#notifications .empty")).to_have_count(1)
+
+    page.fill("#message", "I ring the bell.")
+    page.click("#send")
+    notice = page.locator('#notifications li[data-problem="hook.failed"]')
+    # Live, over the event stream: package, event and message, as text.
+    expect(notice).to_have_count(1)
+    expect(notice.locator(".title")).to_have_text("The TurnStop hook of town-crier failed")
+    expect(notice.locator(".body")).to_have_text(
+        "hook town-crier:TurnStop threw: <img src=x> the bell cracked"
+    )
+    expect(notice.locator(".from")).to_have_text("town-crier")
+    expect(page.locator("#notifications img")).to_have_count(0)
+    expect(page.locator("#notifications .empty")).to_have_count(0)
+
+    # A past turn's failure is in the server-rendered page too, escaped.
+    page.reload()
+    expect(notice).to_have_count(1)
+    expect(notice.locator(".title")).to_have_text("The TurnStop hook of town-crier failed")
+    expect(notice.locator(".body")).to_contain_text("<img src=x> the bell cracked")
+    expect(page.locator("#notifications img")).to_have_count(0)
+    page.goto("about:blank")
+    page.wait_for_timeout(3000)  # the closed stream's server thread ends at its keep-alive

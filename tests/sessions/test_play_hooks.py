@@ -422,3 +422,120 @@ covel.on("PostToolUse", async (_ctx, p) => ({ action: "continue", replace: { res
     [answer] = [m for m in second if m.get("role") == "tool"]
     # The tool ran with the arguments PreToolUse gave it; the model read PostToolUse's result.
     assert json.loads(answer["content"]) == {"said": "changed!"}
+
+
+def test_a_post_tool_use_terminate_ends_the_run_at_once(db, alice, tmp_path):
+    """Covel's tool loop (agent-loop/turn-agent-tool-loop.ts): a PostToolUse `terminate` stops
+    the reply's later tool calls and ends the loop with the reply's prose; no further request."""
+    from agents.models import ModelSlot
+    from agents.standin import StandInModel
+    from sessions.models import PluginData
+
+    body = """
+const { tool, z, withPendingProposals } = covel.toolkit;
+const { makeProposal } = await import("@covel/plugin-handlers-utils");
+covel.registerTool(tool({ name: "note", description: "Note a word.", parameters: z.object({ word: z.string() }),
+  async execute({ word }, context) {
+    const proposal = makeProposal(context, new Date().toISOString(), "plugin.data", { namespace: "notes", key: word, value: true });
+    return withPendingProposals({ noted: word }, [proposal]);
+  } }));
+covel.on("PostToolUse", async (_ctx, p) => p.result?.noted === "enough" ? { action: "continue", replace: { terminate: true } } : { action: "continue" });
+"""
+    folder = write_plugin(
+        tmp_path,
+        "scribe",
+        {
+            "contributes": {"tools": ["note"], "hooks": ["PostToolUse"]},
+            "runtime": {
+                "description": "Notes words.",
+                "schedule": {"stage": "post-turn"},
+                "agent": {"model": "utility"},
+            },
+        },
+        files={
+            "server/index.js": "export default async function register(covel) {\n" + body + "}\n"
+        },
+    )
+    index_folder(folder)
+    index_bundled("storyteller")
+    calls = [
+        {"id": f"n{i}", "name": "note", "arguments": json.dumps({"word": word})}
+        for i, word in enumerate(["first", "enough", "never"])
+    ]
+    replies = [{"content": "Three words.", "toolCalls": calls}, {"content": "asked again"}]
+    with StandInModel(replies, exhausted_status=400) as model:
+        ModelSlot.objects.create(name="utility", base_url=model.base_url, model="stand-in")
+        session = session_create(owner=alice, world=make_world(owner=alice, plugins=["scribe"]))
+        scribe = by_runtime(play(session, "Write."))["scribe"]
+        asked = len(model.requests)
+    assert asked == 1  # the loop ended: the model was not asked again
+    assert scribe["status"] == "succeeded" and scribe["output"] == "Three words.", scribe
+    # The call after the terminating one never ran; the two before it did and are saved.
+    noted = set(
+        PluginData.objects.filter(session=session, plugin_id="scribe").values_list("key", flat=True)
+    )
+    assert noted == {"first", "enough"}
+
+
+def test_a_vetoed_runtime_drops_the_runtimes_that_used_its_result(db, alice, tmp_path):
+    """Covel (commit/finalize-execution.ts): a PreStateCommit veto is a rejected proposal, and
+    every runtime that hard-depends on the dropped runtime is dropped with it."""
+    from sessions.models import PluginData
+
+    stash = """export default async (ctx) => {
+  await ctx.pluginData.set("coins", "last", { word: ctx.inputs.turn.value.playerMessage });
+  return { outcome: "success", value: { word: ctx.inputs.turn.value.playerMessage } };
+};"""
+    tally = """export default async (ctx) => {
+  await ctx.pluginData.set("tally", "last", ctx.inputs.stashed.value);
+  return { outcome: "success", value: ctx.inputs.stashed.value };
+};"""
+    gate = """export default function register(covel) {
+  covel.on("PreStateCommit", async (_ctx, p) =>
+    (p.proposals ?? []).some((x) => x.source?.runtimeId === "vault/stash" && x.payload?.value?.word === "steal")
+      ? { action: "abort", reason: "no stealing" } : { action: "continue" });
+}
+"""
+    folder = write_plugin(
+        tmp_path,
+        "vault",
+        {"contributes": {"hooks": ["PreStateCommit"]}},
+        runtimes={
+            "stash": (
+                {
+                    "schedule": {"stage": "post-turn"},
+                    "io": {"inputs": {"turn": {"from": {"kernel": "turn-digest@1"}}}},
+                    "function": {"timeoutMs": 2000},
+                },
+                stash,
+            ),
+            "tally": (
+                {
+                    "schedule": {"stage": "audit"},
+                    "io": {"inputs": {"stashed": {"from": {"runtime": "vault/stash"}}}},
+                    "function": {"timeoutMs": 2000},
+                },
+                tally,
+            ),
+        },
+        files={"server/index.js": gate},
+    )
+    index_folder(folder)
+    index_bundled("storyteller")
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["vault"]))
+    kept = by_runtime(play(session, "keep"))
+    assert kept["vault/tally"]["status"] == "succeeded", kept["vault/tally"]
+    vetoed = play(session, "steal")
+    runtimes = by_runtime(vetoed)
+    assert runtimes["vault/stash"]["code"] == "hook-vetoed"
+    tally_result = runtimes["vault/tally"]
+    assert tally_result["status"] == "dropped", tally_result
+    assert tally_result["code"] == "read-refused-write"
+    assert tally_result["reason"] == (
+        "vault/tally used data or a result of vault/stash, "
+        "whose writes a PreStateCommit hook vetoed"
+    )
+    # Neither write was saved; the vetoed runtime itself is reported by its hook, not twice.
+    saved = {r.namespace: r.value for r in PluginData.objects.filter(session=session)}
+    assert saved == {"coins": {"word": "keep"}, "tally": {"word": "keep"}}
+    assert [d["runtime"] for d in vetoed["commit"]["dropped"]] == ["vault/tally"]

@@ -153,3 +153,43 @@ def test_the_play_page_loads_the_sessions_jobs_panel(db, alice, charlie):
     panel = login(alice).get(panel_url)
     assert panel.status_code == 200 and "chronicle/summarize" in panel.content.decode()
     assert login(charlie).get(panel_url).status_code == 403
+
+
+def test_past_hook_and_extension_problems_are_escaped_notices_on_the_play_page(db, alice):
+    from eventlog.services import event_append
+
+    index_bundled("storyteller")
+    session = Session.objects.create(world=make_world(owner=alice, plugins=[]), owner=alice)
+    event_append(
+        session_id=session.pk,
+        type="extension.failed",
+        payload={
+            "point": "prompt.segment@1",
+            "plugin": "mood",
+            "extension": "tone",
+            "code": "extension_error",
+            "message": "<b>no mood</b>",
+            "runtime": "story-agent",
+        },
+    )
+    event_append(
+        session_id=session.pk,
+        type="hook.aborted",
+        payload={
+            "event": "TurnStart",
+            "package": "bouncer",
+            "phase": "normal",
+            "outcome": "aborted",
+            "message": "closed <for> the night",
+        },
+    )
+    page = login(alice).get(f"/sessions/{session.pk}/").content.decode()
+    notices = page[page.index('id="notifications"') : page.index("Plugin data")]
+    # Newest first: the hook, then the extension; package, event and message, escaped.
+    assert notices.index("The TurnStart hook of bouncer aborted") < notices.index(
+        "The prompt.segment@1 extension mood/tone was skipped"
+    )
+    assert 'data-problem="hook.aborted"' in notices
+    assert "closed &lt;for&gt; the night" in notices and "<for>" not in notices
+    assert "&lt;b&gt;no mood&lt;/b&gt;" in notices and "<b>" not in notices
+    assert "No notices yet." not in notices
