@@ -107,6 +107,24 @@ def _name(value: Any, what: str, where: str) -> str:
     return value
 
 
+def _text(payload: Mapping[str, Any], name: str, code: str, at: str, *, strip: bool = False) -> str:
+    """payload[name] as a non-empty string (not only blanks, with strip), or ProposalRefused."""
+    value = payload.get(name)
+    if not isinstance(value, str) or not (value.strip() if strip else value):
+        raise ProposalRefused(code, f"{at}/{name}: must be a non-empty string")
+    return value
+
+
+def _present(payload: Mapping[str, Any], name: str, code: str, at: str) -> None:
+    if name not in payload:
+        raise ProposalRefused(code, f"{at}/{name}: is missing")
+
+
+def _string_or_none(payload: Mapping[str, Any], name: str, code: str, at: str) -> None:
+    if payload.get(name) is not None and not isinstance(payload[name], str):
+        raise ProposalRefused(code, f"{at}/{name}: must be a string when given")
+
+
 def _namespace(value: Any, where: str) -> str:
     namespace = _name(value, "namespace", where)
     if reserved_namespace(namespace):
@@ -169,9 +187,7 @@ def lore_entry(raw: Any, *, package: str, where: str) -> dict[str, Any]:
     """One lorebook.upsert entry as the session stores it, or ProposalRefused."""
     if not isinstance(raw, Mapping):
         raise ProposalRefused("lore-entry-invalid", f"{where}: must be an object")
-    entry_id = raw.get("id")
-    if not isinstance(entry_id, str) or not entry_id:
-        raise ProposalRefused("lore-entry-invalid", f"{where}/id: must be a non-empty string")
+    entry_id = _text(raw, "id", "lore-entry-invalid", where)
     if not isinstance(raw.get("content"), str):
         raise ProposalRefused(
             "lore-entry-invalid", f"{where}/content: entry {entry_id!r} needs text content"
@@ -251,11 +267,7 @@ def _interaction_request(
     """A form to ask the player. Covel's normalizer spreads an effects.interactions entry into
     the payload; its typed payload nests the form under `data`: both are taken."""
     at = f"{where}/payload"
-    interaction_id = payload.get("interactionId")
-    if not isinstance(interaction_id, str) or not interaction_id:
-        raise ProposalRefused(
-            "interaction-invalid", f"{at}/interactionId: must be a non-empty string"
-        )
+    _text(payload, "interactionId", "interaction-invalid", at)
     kind = payload.get("type", "form")
     if kind not in INTERACTION_TYPES:
         raise ProposalRefused(
@@ -292,19 +304,11 @@ def _ui_render(batch: ProposalBatch, payload: Mapping[str, Any], where: str, pac
 def _state_patch(
     batch: ProposalBatch, payload: Mapping[str, Any], where: str, package: str
 ) -> None:
+    at, code = f"{where}/payload", "state-patch-invalid"
     for name in ("table", "field"):
-        value = payload.get(name)
-        if not isinstance(value, str) or not value:
-            raise ProposalRefused(
-                "state-patch-invalid", f"{where}/payload/{name}: must be a non-empty string"
-            )
-    if "value" not in payload:
-        raise ProposalRefused("state-patch-invalid", f"{where}/payload/value: is missing")
-    reason = payload.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        raise ProposalRefused(
-            "state-patch-invalid", f"{where}/payload/reason: must be a string when given"
-        )
+        _text(payload, name, code, at)
+    _present(payload, "value", code, at)
+    _string_or_none(payload, "reason", code, at)
     batch.state.append(dict(payload))
 
 
@@ -318,16 +322,9 @@ def _working_memory_set(
             "working-memory-invalid",
             f"{at}/scope: {scope!r} is not one of {', '.join(MEMORY_SCOPES)}",
         )
-    key = payload.get("key")
-    if not isinstance(key, str) or not key:
-        raise ProposalRefused("working-memory-invalid", f"{at}/key: must be a non-empty string")
-    if "value" not in payload:
-        raise ProposalRefused("working-memory-invalid", f"{at}/value: is missing")
-    schema_ref = payload.get("schemaRef")
-    if schema_ref is not None and not isinstance(schema_ref, str):
-        raise ProposalRefused(
-            "working-memory-invalid", f"{at}/schemaRef: must be a string when given"
-        )
+    _text(payload, "key", "working-memory-invalid", at)
+    _present(payload, "value", "working-memory-invalid", at)
+    _string_or_none(payload, "schemaRef", "working-memory-invalid", at)
     batch.memory.append(dict(payload))
 
 
@@ -344,9 +341,7 @@ def _character_upsert(
             f"{at}/{extra[0]}: is not a character field ({', '.join(sorted(CHARACTER_KEYS))})",
         )
     for name in ("id", "name"):
-        value = payload.get(name)
-        if not isinstance(value, str) or not value.strip():
-            raise ProposalRefused("character-invalid", f"{at}/{name}: must be a non-empty string")
+        _text(payload, name, "character-invalid", at, strip=True)
     kind = payload.get("type")
     if kind is not None and (not isinstance(kind, str) or not kind.strip()):
         raise ProposalRefused(
