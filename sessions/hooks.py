@@ -35,6 +35,7 @@ from pluginhost.services import plugin_hook_call
 from sessions.callbacks import SessionCallbacks
 from sessions.extensions import COMPACT, providers_of
 from sessions.models import Session
+from sessions.selectors import problem_notice
 
 log = logging.getLogger("covel.sessions.hooks")
 
@@ -225,10 +226,12 @@ class HookDispatcher:
         }
         self.log.append(entry)
         log.info("%s: %s of %s (%s): %s", type, event, package, phase, message)
+        # The event carries its notice line, so the page shows what the server wrote.
+        payload = {**entry, "notice": problem_notice(type, entry)}
         if self.emit is not None:
-            self.emit(type, entry)
+            self.emit(type, payload)
         else:
-            event_append(session_id=self.session.pk, type=type, payload=entry)
+            event_append(session_id=self.session.pk, type=type, payload=payload)
 
 
 def hooks_dispatch(

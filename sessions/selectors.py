@@ -211,7 +211,7 @@ PROBLEM_EVENTS = ("hook.aborted", "hook.failed", "extension.failed")
 def problem_notice(type: str, payload: dict[str, Any]) -> dict[str, Any]:
     """A hook's abort or failure, or a skipped extension provider, as a notice: the line
     names the package, the event (or point) and says what happened; the message is the body.
-    static/js/play.js problemNotice builds the same notice from a live event."""
+    The event is written with it (payload `notice`), so the live page shows this same line."""
     if type == "extension.failed":
         who = str(payload.get("plugin") or "")
         title = f"The {payload.get('point')} extension {who}/{payload.get('extension')} was skipped"
@@ -235,7 +235,9 @@ def notice_recent_list(*, session: Session, limit: int = 10) -> list[dict[str, A
         session=session, type__in=("notification.created", *PROBLEM_EVENTS)
     ).order_by("-seq")[:limit]
     return [
-        row.payload if row.type == "notification.created" else problem_notice(row.type, row.payload)
+        row.payload
+        if row.type == "notification.created"
+        else row.payload.get("notice") or problem_notice(row.type, row.payload)
         for row in rows
     ]
 

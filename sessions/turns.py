@@ -1143,7 +1143,11 @@ class TurnExecutor:
                 f"{failure['point']} {failure['plugin']}/{failure['extension']} was skipped "
                 f"[{failure['code']}]: {failure['message']}"
             )
-            self.emit("extension.failed", {**failure, "runtime": result.runtime})
+            payload = {**failure, "runtime": result.runtime}
+            self.emit(
+                "extension.failed",
+                {**payload, "notice": selectors.problem_notice("extension.failed", payload)},
+            )
 
     def _extension_segments(
         self, planned: PlannedRuntime, result: RuntimeResult

@@ -263,9 +263,10 @@
     "interaction.created": () => refreshForms(),
     "notification.created": (p) => showNotice(p),
     // A hook's abort or failure and a skipped extension provider are never silent.
-    "hook.aborted": (p) => showNotice(problemNotice("hook.aborted", p)),
-    "hook.failed": (p) => showNotice(problemNotice("hook.failed", p)),
-    "extension.failed": (p) => showNotice(problemNotice("extension.failed", p)),
+    // Their notice line is written by the server (sessions.selectors.problem_notice).
+    "hook.aborted": (p) => p.notice && showNotice(p.notice),
+    "hook.failed": (p) => p.notice && showNotice(p.notice),
+    "extension.failed": (p) => p.notice && showNotice(p.notice),
     "turn.failed": (p) => {
       if (state) state.textContent = `The turn failed: ${p.error}`;
     },
@@ -293,19 +294,6 @@
   }
 
   // ---------------------------------------------------------------- forms and notices
-
-  // The same line as sessions/selectors.py problem_notice, for the server-rendered past.
-  function problemNotice(type, p) {
-    if (type === "extension.failed") {
-      const who = String(p.plugin || "");
-      return { title: `The ${p.point} extension ${who}/${p.extension} was skipped`, body: String(p.message || ""),
-        level: "warning", pluginId: who, problem: type };
-    }
-    const who = String(p.package || "");
-    const done = type === "hook.aborted" ? "aborted" : "failed";
-    return { title: `The ${p.event} hook of ${who} ${done}`, body: String(p.message || ""),
-      level: type === "hook.failed" ? "error" : "warning", pluginId: who, problem: type };
-  }
 
   function showNotice(notice) {
     notices.querySelector(".empty")?.remove();
