@@ -284,6 +284,8 @@ def measure(*, mode: str, n: int, args, session, cookie: str, temp: Path) -> dic
     from sessions.services import event_append
 
     env = {"COVEL_EVENT_STREAM": mode, "DB_POOL": "true" if mode == "push" else "false"}
+    # Every stream of the bench is one user's: lift the per-user cap (sessions/stream_limits.py).
+    env["COVEL_STREAMS_PER_USER"] = "0"
     env.update({"DB_POOL_MAX_SIZE": "10", "DB_CONN_MAX_AGE": "0"})
     server = start_hub(args.port, env, temp / f"server-{mode}-{n}.log")
     path = f"/api/sessions/{session.pk}/events?wait={3600 if mode == 'push' else 55}"

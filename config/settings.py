@@ -95,6 +95,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "core.middleware.ContentSecurityPolicyMiddleware",
+    # Before sign-in: a storm of event-stream starts queues here, not for database connections.
+    "sessions.stream_limits.StreamStartMiddleware",
     # Right after security: static files are answered before sessions or auth are looked at.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -335,6 +337,16 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # "push": streams wait on a notification (default); "poll": the old thread-per-stream design
 # that reads the database every 200 ms, kept so bench/streams.py can measure it beside.
 COVEL_EVENT_STREAM = env_str("COVEL_EVENT_STREAM", "push")
+# Per web process (sessions/stream_limits.py, docs/deploy.md): open streams per user and per
+# session (past a cap the oldest is closed), open streams in all (past it: 503), and stream
+# starts at a time (sign-in, session check, replay: each wants a database connection; past
+# the wait: 503 with Retry-After, which EventSource obeys). 0 means no cap.
+COVEL_STREAMS_PER_USER = env_int("COVEL_STREAMS_PER_USER", 20)
+COVEL_STREAMS_PER_SESSION = env_int("COVEL_STREAMS_PER_SESSION", 5000)
+COVEL_STREAMS_MAX = env_int("COVEL_STREAMS_MAX", 8000)
+COVEL_STREAM_STARTS = env_int("COVEL_STREAM_STARTS", 16)
+COVEL_STREAM_START_WAIT_SECONDS = env_int("COVEL_STREAM_START_WAIT_SECONDS", 5)
+COVEL_STREAM_RETRY_SECONDS = env_int("COVEL_STREAM_RETRY_SECONDS", 5)
 # "local" (this machine's processes), "redis" (every process behind REDIS_URL), "postgres"
 # (LISTEN/NOTIFY); empty: redis when REDIS_URL is set, else postgres on PostgreSQL, else local.
 COVEL_NOTIFY_BACKEND = env_str("COVEL_NOTIFY_BACKEND")

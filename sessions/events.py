@@ -37,6 +37,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 
 from core import notify
 from eventlog.selectors import events_after
+from sessions import stream_limits
 
 log = logging.getLogger(__name__)
 
@@ -243,9 +244,10 @@ class _Feed:
             return None
         return self.recent[bisect.bisect_right(self.recent, cursor, key=_seq) :]
 
-    async def wait(self) -> str:
-        """Until the next read ("rows") or keep-alive tick ("tick")."""
-        waiter = asyncio.get_running_loop().create_future()
+    async def wait(self, handle: stream_limits.StreamHandle) -> str:
+        """Until the next read ("rows"), keep-alive tick ("tick"), or the stream is closed for
+        a newer one ("closed")."""
+        waiter = handle.waiter = asyncio.get_running_loop().create_future()
         self.waiters.append(waiter)
         return await waiter
 
@@ -322,14 +324,21 @@ async def stream_events_pushed(
     after: int,
     wait: float,
     until: Callable[[dict[str, Any]], bool] | None = None,
+    owner: Any = None,
+    started: Callable[[], None] | None = None,
 ) -> AsyncIterator[bytes]:
-    """Events with seq > after; follows new ones for `wait` seconds, or until `until(event)`."""
+    """Events with seq > after; follows new ones for `wait` seconds, or until `until(event)`.
+
+    `owner` (the user) is counted against the per-user cap; `started` is called once the
+    replay is done, giving back the stream's start place (sessions/stream_limits.py)."""
     # Here, not in the view: Django's middleware has finished with the response by now.
     await prepare_stream()
     yield RETRY_FRAME
     deadline = time.monotonic() + wait
     cursor = after
     feed: _Feed | None = None
+    key = str(session_id)
+    handle = stream_limits.registry.add(user=owner, session=key)
     try:
         # Subscribed before the replay: a row committed from here on wakes the feed.
         with contextlib.suppress(Exception):
@@ -339,6 +348,9 @@ async def stream_events_pushed(
             if rows is None:
                 rows = await read_rows(session_id, cursor)
                 replaying = len(rows) == READ_LIMIT
+                if not replaying and started is not None:
+                    started()
+                    started = None
                 if feed is not None and not replaying:
                     feed.caught_up(rows[-1][0] if rows else cursor)
             else:
@@ -355,6 +367,9 @@ async def stream_events_pushed(
                 rows = feed.rows_after(cursor) if feed is not None else []
             if rows is None or rows:
                 continue
+            if handle.closing:
+                yield stream_limits.CLOSED_FRAME
+                return
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
@@ -367,15 +382,18 @@ async def stream_events_pushed(
                 if remaining < PUSH_KEEPALIVE_SECONDS:
                     # The stream's end comes before the feed's next tick: a timer of its own.
                     async with asyncio.timeout(remaining):
-                        why = await feed.wait()
+                        why = await feed.wait(handle)
                 else:
-                    why = await feed.wait()
+                    why = await feed.wait(handle)
             except TimeoutError:
                 return
             if why == "tick":
                 yield KEEPALIVE_FRAME
             rows = feed.rows_after(cursor)
     finally:
+        stream_limits.registry.remove(handle, user=owner, session=key)
+        if started is not None:
+            started()
         if feed is not None:
             feed.leave()
 
@@ -429,7 +447,15 @@ def stream_response(
         return sse_response(polled)
     if not pushed():
         return sse_response(_polled(polled))
+    user = getattr(request, "user", None)
     return sse_response(
-        stream_events_pushed(session_id=session_id, after=after, wait=wait, until=until),
+        stream_events_pushed(
+            session_id=session_id,
+            after=after,
+            wait=wait,
+            until=until,
+            owner=user.pk if user is not None and user.is_authenticated else None,
+            started=getattr(request, "stream_started", None),
+        ),
         pushed=True,
     )

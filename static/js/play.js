@@ -415,6 +415,12 @@
     // The jobs panel does not poll: job events on this stream refresh it, and so does every
     // (re)connect, which covers whatever changed while the stream was away.
     source.addEventListener("open", () => refreshJobs());
+    // The server closed this stream for a newer one of this player's (docs/deploy.md): stop,
+    // or this tab and the newer one would take turns closing each other.
+    source.addEventListener("stream.closed", () => {
+      source.close();
+      root.dataset.connected = "false";
+    });
     root.dataset.connected = "true";
   }
 

@@ -51,6 +51,9 @@ def local_server(tmp_path, notify_dir: str) -> servers.Server:
             "COVEL_NOTIFY_DIR": notify_dir,
             "COVEL_VAR_DIR": str(tmp_path / "var"),
             "REDIS_URL": "",
+            # These tests open dozens of one player's streams: no per-user cap here
+            # (test_play_stream_limits.py tests the cap).
+            "COVEL_STREAMS_PER_USER": "0",
         },
         tmp_path / "server.log",
     )
