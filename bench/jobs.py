@@ -170,6 +170,7 @@ def write_tick_package(folder: Path) -> Path:
 
 
 def run(args: argparse.Namespace, queue: str, temp: Path, worker_pid: int) -> None:
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.db import transaction
     from django.db.models import Count
@@ -177,10 +178,9 @@ def run(args: argparse.Namespace, queue: str, temp: Path, worker_pid: int) -> No
     from catalogue.manifest.loader import load_package
     from catalogue.services import package_content_hash, package_index
     from jobs.models import UNFINISHED_STATES, RuntimeJob
-    from jobs.notify import _client, redis_url
     from jobs.services import job_enqueue, job_options_clean
     from jobs.settle import settle_wait
-    from jobs.tasks import noop
+    from jobs.tasks import _counter_client, noop
     from sessions.services import session_create
     from worlds.models import World
 
@@ -243,9 +243,9 @@ def run(args: argparse.Namespace, queue: str, temp: Path, worker_pid: int) -> No
     wait_jobs(enqueue(10, runner="noop", prefix="warm"), timeout=60)
 
     def bare_round(n: int) -> float | None:
-        if not redis_url():
+        if not settings.REDIS_URL:
             return None  # the folder broker has nothing to count with: no floor to show
-        client = _client(redis_url())
+        client = _counter_client()
         key = f"{queue}:count"
         client.delete(key)
         start = time.perf_counter()

@@ -6,6 +6,11 @@ lost notification costs latency, never a row (a subscriber that reconnects is wo
 `publish(channel)` may be called from any thread of any process (a web request, a Celery task,
 an `on_commit` callback). `subscribe(channel)` is awaited on an event loop and gives a
 `Subscription` whose `wait(timeout)` costs no thread, no query and no connection while idle.
+`subscribe_blocking(channel)` is the same for code that waits on a thread of its own (a settle
+wait before an action, jobs/settle.py): its `wait(timeout)` blocks that thread.
+
+Channels: `session_channel(id)` (a session's events, for its streams) and `settled_channel(id)`
+(a settle job of the session reached a terminal state, for settle waits).
 
 Backends (settings.COVEL_NOTIFY_BACKEND; by default "redis" when REDIS_URL is set, else
 "postgres" when the database is PostgreSQL, else "local"):
@@ -76,18 +81,42 @@ class Subscription:
             self._hub.remove(self)
 
 
+class BlockingSubscription:
+    """One waiting thread's wake-up flag on one channel; notifications coalesce into one."""
+
+    def __init__(self, hub: _Hub, channel: str) -> None:
+        self._hub = hub
+        self.channel = channel
+        self._event = threading.Event()
+        self.closed = False
+
+    def _wake_threadsafe(self) -> None:
+        self._event.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Until notified (True) or timeout seconds passed (False); clears the flag."""
+        woken = self._event.wait(max(0.0, timeout))
+        self._event.clear()
+        return woken
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._hub.remove(self)
+
+
 class _Hub:
     """The subscribers of this process, by channel; a backend wakes them from any thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._subs: dict[str, set[Subscription]] = {}
+        self._subs: dict[str, set[Subscription | BlockingSubscription]] = {}
 
-    def add(self, sub: Subscription) -> None:
+    def add(self, sub: Subscription | BlockingSubscription) -> None:
         with self._lock:
             self._subs.setdefault(sub.channel, set()).add(sub)
 
-    def remove(self, sub: Subscription) -> None:
+    def remove(self, sub: Subscription | BlockingSubscription) -> None:
         with self._lock:
             subs = self._subs.get(sub.channel)
             if subs is not None:
@@ -437,9 +466,28 @@ async def subscribe(channel: str) -> Subscription:
     return sub
 
 
+def subscribe_blocking(channel: str) -> BlockingSubscription:
+    """subscribe() for a thread that waits: sees every publish made after this returns.
+    Raises when the backend cannot listen (its server is down): the caller then polls."""
+    chosen = backend()
+    sub = BlockingSubscription(_hub, channel)
+    _hub.add(sub)
+    try:
+        chosen.ensure_listening()
+    except BaseException:
+        sub.close()
+        raise
+    return sub
+
+
 def session_channel(session_id: object) -> str:
     """The channel of one session's events: the writer and the streams name it the same."""
     return f"session:{session_id}"
+
+
+def settled_channel(session_id: object) -> str:
+    """The channel a session's settle waits listen on: a settle job of it has finished."""
+    return f"settled:{session_id}"
 
 
 def subscriber_count() -> int:

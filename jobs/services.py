@@ -23,9 +23,9 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from core import notify
 from core.sql import Table, insert
 from eventlog.services import event_append
-from jobs import notify
 from jobs.errors import (
     InvalidTransition,
     JobForbidden,
@@ -225,7 +225,7 @@ def _after_terminal(*, job_pk: int, state: str, key: dict[str, Any] | None = Non
     if row is None:
         return
     if row["settle"]:
-        notify.publish_settled(session_id=row["session_id"], job_id=row["job_id"], state=state)
+        notify.publish(notify.settled_channel(row["session_id"]))
     _wake_successor(
         session_id=row["session_id"], plugin_id=row["plugin_id"], runtime_id=row["runtime_id"]
     )

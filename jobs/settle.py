@@ -6,6 +6,7 @@ it holds no lock and no transaction: the jobs it waits for must be able to commi
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -14,12 +15,17 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils import timezone
 
-from jobs import notify
+from core import notify
 from jobs.models import UNFINISHED_STATES, RuntimeJob, SettleWait
 
-# Embedded default (no Redis): poll the database, 5 ms at first, doubling up to 100 ms.
+log = logging.getLogger(__name__)
+
+# Without a notification channel (its server is down): poll the database, 5 ms at first,
+# doubling up to 100 ms.
 POLL_FIRST_S = 0.005
 POLL_MAX_S = 0.1
+# With one, still read again this often: a lost wake-up costs at most this much.
+RECHECK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -51,8 +57,9 @@ def settle_wait(
 ) -> SettleOutcome:
     """Wait until the session's settle jobs pending now have finished, or the limit runs out.
 
-    Finished, failed, timed-out, cancelled, stale and orphaned jobs all count as settled. With
-    Redis the wait wakes on the job's notification; otherwise it polls with a short back-off.
+    Finished, failed, timed-out, cancelled, stale and orphaned jobs all count as settled. The
+    wait wakes on the job's notification (core/notify.py, every backend); when the channel
+    cannot be had it polls with a short back-off.
     When record is true a SettleWait row is kept for the dashboard's timeline.
     """
     if connection.in_atomic_block:
@@ -62,7 +69,11 @@ def settle_wait(
     started_at = timezone.now()
     start = now()
     # Subscribe before the first read: a job finishing between the two still wakes us.
-    subscription = notify.subscribe(session_id=session_id)
+    try:
+        subscription = notify.subscribe_blocking(notify.settled_channel(session_id))
+    except Exception:
+        log.warning("no settle notifications for session %s: polling", session_id, exc_info=True)
+        subscription = None
     try:
         pending = _unfinished(session_id=session_id)
         if not pending:
@@ -77,7 +88,7 @@ def settle_wait(
             if left <= 0:
                 break
             if subscription is not None:
-                subscription.wait(left)
+                subscription.wait(min(left, RECHECK_S))
             else:
                 time.sleep(min(delay, left))
                 delay = min(delay * 2, POLL_MAX_S)

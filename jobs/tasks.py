@@ -6,7 +6,9 @@ must not run twice); a person may retry it, which makes a new job.
 
 from __future__ import annotations
 
+import functools
 import os
+from typing import Any
 
 from celery import shared_task
 
@@ -34,6 +36,12 @@ def reap_orphans() -> int:
 def noop(counter_key: str = "") -> None:
     """A bare task (one Redis INCR when given a key): the floor bench/jobs.py compares with."""
     if counter_key:
-        from jobs.notify import _client, redis_url
+        _counter_client().incr(counter_key)
 
-        _client(redis_url()).incr(counter_key)
+
+@functools.cache
+def _counter_client() -> Any:
+    import redis
+    from django.conf import settings
+
+    return redis.Redis.from_url(settings.REDIS_URL)

@@ -123,6 +123,20 @@ def _reset_producer_pool() -> None:
         pass
 
 
+def _notify_env() -> dict[str, str]:
+    """The worker wakes this test process's settle waits: the same notification channel, as a
+    deployment's services share one environment (docs/deploy.md)."""
+    from django.conf import settings
+
+    from core import notify
+
+    return {
+        "COVEL_NOTIFY_BACKEND": notify.backend().name,
+        "COVEL_NOTIFY_DIR": str(settings.COVEL_NOTIFY_DIR),
+        "COVEL_NOTIFY_REDIS_URL": settings.COVEL_NOTIFY_REDIS_URL or settings.REDIS_URL or "",
+    }
+
+
 @pytest.fixture(scope="module", params=["filesystem", "redis"])
 def broker(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -133,6 +147,7 @@ def broker(
     var_dir = tmp_path_factory.mktemp(f"jobs-{request.param}")
     queue = f"covel-jobs-test-{uuid.uuid4().hex[:10]}"
     env = {"COVEL_VAR_DIR": str(var_dir), "JOBS_TEST_QUEUE": queue, "REDIS_URL": ""}
+    env.update(_notify_env())
     if request.param == "redis":
         url = os.environ.get("REDIS_URL") or os.environ.get(
             "TEST_REDIS_URL", "redis://127.0.0.1:6379/0"
