@@ -18,9 +18,18 @@ same clients against a bare asyncio server that writes one ready-made frame to e
 connection (no Django, no database), latency from the trigger to each arrival. Each result also
 gives the clients' CPU per event.
 
+--storm N adds the reconnect storm (docs/deploy.md): N EventSources (obeying 503 +
+Retry-After, reconnecting with Last-Event-ID) open at the same moment on one session, then a
+turn reaches them, then the server is restarted with all N open while an event is written:
+every client must be back with that event exactly once. Then the same N spread over
+--storm-sessions sessions with a turn in --storm-turns of them, and a bare asyncio SSE server
+as the floor. Each prints connect rate, time to all connected, refusals by status, server CPU
+per connect and memory per open stream. --storm-only skips the idle and latency runs.
+
 Run from the checkout (the database is migrated and gets bench rows):
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/serve REDIS_URL=redis://127.0.0.1:6379/7 \\
-        .venv/bin/python bench/streams.py [--n 100,500,1000] [--poll-n 30] [--port 8750]
+        .venv/bin/python bench/streams.py [--n 100,500,1000] [--poll-n 30] [--port 8750] \\
+        [--storm 3000 [--storm-only]]
 The polling baseline holds one database connection per stream: keep --poll-n well below the
 server's max_connections (the database is shared). --py-spy PATH records the server's
 samples during the latency phase (one file per N, in the bench's temporary folder).
@@ -440,6 +449,294 @@ def measure_floor(*, n: int, args) -> dict:
     return result
 
 
+# ------------------------------------------------------------------ storms (reconnects at once)
+
+ID_LINE = re.compile(rb"^id: (\d+)")
+RETRY_AFTER = re.compile(rb"(?im)^retry-after: *(\d+)")
+
+
+class _EventSource:
+    """One browser tab's EventSource: connects, obeys 503 + Retry-After, reconnects with
+    Last-Event-ID when the connection ends, and counts every seq it sees (and repeats)."""
+
+    def __init__(self, book: _StormBook, session: int, path: str) -> None:
+        self.book = book
+        self.session = session
+        self.path = path
+        self.last_id: int | None = None
+        self.seqs: set[int] = set()
+
+    async def run(self, port: int, cookie: str) -> None:
+        while True:
+            head = f"GET {self.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: sessionid={cookie}\r\n"
+            head += "Accept: text/event-stream\r\n"
+            if self.last_id is not None:
+                head += f"Last-Event-ID: {self.last_id}\r\n"
+            writer = None
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+                writer.write((head + "\r\n").encode())
+                headers = await reader.readuntil(b"\r\n\r\n")
+                status = headers.split(b" ", 2)[1].decode()
+                if status != "200":
+                    self.book.refused[status] = self.book.refused.get(status, 0) + 1
+                    wait = RETRY_AFTER.search(headers)
+                    await asyncio.sleep(int(wait.group(1)) if wait else 1)
+                    continue
+                while line := await reader.readline():
+                    match = ID_LINE.match(line)
+                    if match:
+                        self.seen(int(match.group(1)))
+            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                self.book.errors += 1
+            finally:
+                if writer is not None:
+                    writer.close()
+            self.book.reconnects += 1
+            await asyncio.sleep(1.0)  # the hub's `retry: 1000`
+
+    def seen(self, seq: int) -> None:
+        now = time.time()
+        if self.last_id is None:
+            self.book.connected_at.append(now)
+        self.last_id = seq
+        if seq in self.seqs:
+            self.book.repeats += 1
+            return
+        self.seqs.add(seq)
+        self.book.arrivals.setdefault((self.session, seq), []).append(now)
+
+
+class _StormBook:
+    def __init__(self) -> None:
+        self.connected_at: list[float] = []
+        self.arrivals: dict[tuple[int, int], list[float]] = {}
+        self.refused: dict[str, int] = {}
+        self.errors = self.reconnects = self.repeats = 0
+
+
+async def _storm_client_main(
+    pipe: Connection, port: int, paths: list[tuple[int, str]], cookie: str
+):
+    book = _StormBook()
+    sources = [_EventSource(book, session, path) for session, path in paths]
+    tasks = [asyncio.create_task(source.run(port, cookie)) for source in sources]  # all at once
+    loop = asyncio.get_running_loop()
+    commands: asyncio.Queue = asyncio.Queue()
+    loop.add_reader(pipe.fileno(), lambda: commands.put_nowait(pipe.recv()))
+    while (command := await commands.get()) != "stop":
+        if command == "count":
+            pipe.send(len(book.connected_at))
+        elif isinstance(command, tuple) and command[0] == "have":
+            # How many of this process's streams of each listed session have every seq listed.
+            wanted: dict[int, set[int]] = command[1]
+            pipe.send(
+                sum(1 for s in sources if s.session in wanted and wanted[s.session] <= s.seqs)
+            )
+        elif command == "report":
+            pipe.send(
+                {
+                    "connected_at": book.connected_at,
+                    "arrivals": book.arrivals,
+                    "refused": book.refused,
+                    "errors": book.errors,
+                    "reconnects": book.reconnects,
+                    "repeats": book.repeats,
+                }
+            )
+    for task in tasks:
+        task.cancel()
+
+
+def _storm_client_process(pipe, port, paths, cookie) -> None:
+    try:
+        import uvloop
+
+        uvloop.run(_storm_client_main(pipe, port, paths, cookie))
+    except ImportError:
+        asyncio.run(_storm_client_main(pipe, port, paths, cookie))
+
+
+class StormClients:
+    """--clients processes whose EventSources all open at the same moment."""
+
+    def __init__(self, count: int, port: int, paths: list[tuple[int, str]], cookie: str) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.pipes, self.procs = [], []
+        self.started = time.time()
+        for i in range(count):
+            mine, theirs = context.Pipe()
+            proc = context.Process(
+                target=_storm_client_process,
+                args=(theirs, port, paths[i::count], cookie),
+                daemon=True,
+            )
+            proc.start()
+            self.pipes.append(mine)
+            self.procs.append(proc)
+
+    def ask(self, command) -> list:
+        for pipe in self.pipes:
+            pipe.send(command)
+        return [pipe.recv() for pipe in self.pipes]
+
+    def wait(self, command, target: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if sum(self.ask(command)) >= target:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def report(self) -> dict:
+        merged = {"connected_at": [], "arrivals": {}, "refused": {}}
+        for part in self.ask("report"):
+            merged["connected_at"] += part["connected_at"]
+            for key, times in part["arrivals"].items():
+                merged["arrivals"].setdefault(key, []).extend(times)
+            for status, count in part["refused"].items():
+                merged["refused"][status] = merged["refused"].get(status, 0) + count
+            for name in ("errors", "reconnects", "repeats"):
+                merged[name] = merged.get(name, 0) + part[name]
+        return merged
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            with contextlib.suppress(OSError):
+                pipe.send("stop")
+        for proc in self.procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+
+
+def storm(*, n: int, sessions: list, turns_in: int, args, cookie: str, temp: Path, restart: bool):
+    """n EventSources over the sessions (round-robin) open at once; then a turn's event in
+    `turns_in` of the sessions; then (restart) the server is restarted with every stream open
+    and events are written while it is down: each stream must get each one exactly once."""
+    from eventlog.selectors import last_event_seq
+    from sessions.services import event_append
+
+    env = {"COVEL_EVENT_STREAM": "push", "DB_POOL": "true", "DB_CONN_MAX_AGE": "0"}
+    env.update({"DB_POOL_MAX_SIZE": str(args.pool), "COVEL_STREAMS_PER_USER": "0"})
+    log = temp / f"server-storm-{n}-{len(sessions)}.log"
+    server = start_hub(args.port, env, log)
+    result: dict = {"mode": "storm", "n": n, "sessions": len(sessions)}
+    paths = [
+        (i % len(sessions), f"/api/sessions/{sessions[i % len(sessions)].pk}/events?wait=3600")
+        for i in range(n)
+    ]
+    clients = None
+    try:
+        import urllib.request
+
+        urllib.request.urlopen(f"http://127.0.0.1:{args.port}/healthz", timeout=30).read()
+        pid = server.proc.pid
+        cpu0, rss0, _ = proc_stat(pid)
+        if args.py_spy:  # the storm's first 20 s, sampled
+            out = temp / f"py-spy-storm-{n}-{len(sessions)}.txt"
+            start_py_spy(args.py_spy, pid, out, 20)
+            result["py_spy"] = str(out)
+        clients = StormClients(args.clients, args.port, paths, cookie)
+        all_in = clients.wait("count", n, args.storm_timeout)
+        report = clients.report()
+        cpu1, rss1, threads = proc_stat(pid)
+        times = sorted(report["connected_at"])
+        result["connected"] = len(times)
+        result["all_connected"] = all_in
+        if times:
+            span = times[-1] - clients.started
+            result["time_to_all_connected_s"] = round(span, 2)
+            result["connect_rate_per_s"] = round(len(times) / max(span, 1e-3), 1)
+        result["refused"] = report["refused"]
+        result["errors"] = report["errors"]
+        result["server_cpu_ms_per_connect"] = round((cpu1 - cpu0) / max(1, len(times)) * 1000, 2)
+        result["rss_per_stream_kb"] = round((rss1 - rss0) / max(1, len(times)), 1)
+        result["threads"] = threads
+
+        # A turn's event in turns_in sessions: latency from the write to each of their streams.
+        committed: dict[tuple[int, int], float] = {}
+        for s in range(turns_in):
+            at = time.time()
+            event_append(session_id=sessions[s].pk, type="bench.tick", payload={"k": s})
+            committed[(s, last_event_seq(session=sessions[s]))] = at
+        watching = sum(1 for s, _ in paths if s < turns_in)
+        wanted = {s: {seq} for (s, seq) in committed}
+        clients.wait(("have", wanted), watching, EVENT_DEADLINE_SECONDS * 2)
+        arrivals = clients.report()["arrivals"]
+        latencies = [
+            (t - at) * 1000 for key, at in committed.items() for t in arrivals.get(key, [])
+        ]
+        result["turn_streams"] = watching
+        result["turn_received"] = len(latencies)
+        if latencies:
+            result["turn_p50_ms"] = round(statistics.median(latencies), 1)
+            result["turn_p95_ms"] = round(percentile(latencies, 95), 1)
+
+        if restart:
+            server.stop()
+            missed: dict[int, set[int]] = {}
+            for s in range(len(sessions)):  # written while the server is down
+                event_append(session_id=sessions[s].pk, type="bench.down", payload={})
+                missed.setdefault(s, set()).add(last_event_seq(session=sessions[s]))
+            started = time.monotonic()
+            server = start_hub(args.port, env, temp / f"server-storm-restart-{n}.log")
+            back = clients.wait(("have", missed), n, args.storm_timeout)
+            result["restart_all_back"] = back
+            result["restart_all_back_s"] = round(time.monotonic() - started, 2)
+            final = clients.report()
+            result["restart_repeats"] = final["repeats"]
+            result["restart_refused"] = final["refused"]
+    finally:
+        if clients is not None:
+            clients.close()
+        server.stop()
+    return result
+
+
+def storm_floor(*, n: int, args) -> dict:
+    """The same storm against a bare asyncio SSE server (no Django, no database)."""
+    import socket
+
+    from sessions.events import format_event
+
+    frame = format_event(seq=0, type="bench.tick", payload={"k": 0}).encode()
+    context = multiprocessing.get_context("spawn")
+    port = args.port + 1
+    server = context.Process(
+        target=_bare_server_process, args=(port, frame[len(b"id: 0") :]), daemon=True
+    )
+    server.start()
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    cpu0 = proc_stat(server.pid)[0]
+    clients = StormClients(args.clients, port, [(0, "/events")] * n, "-")
+    result: dict = {"mode": "storm-floor", "n": n}
+    try:
+        result["all_connected"] = clients.wait("count", n, args.storm_timeout)
+        times = sorted(clients.report()["connected_at"])
+        result["connected"] = len(times)
+        if times:
+            span = times[-1] - clients.started
+            result["time_to_all_connected_s"] = round(span, 2)
+            result["connect_rate_per_s"] = round(len(times) / max(span, 1e-3), 1)
+        result["server_cpu_ms_per_connect"] = round(
+            (proc_stat(server.pid)[0] - cpu0) / max(1, len(times)) * 1000, 2
+        )
+    finally:
+        clients.close()
+        server.kill()
+        server.join()
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", default="100,500,1000")
@@ -450,6 +747,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--no-floor", action="store_true", help="skip the bare-server floor")
     parser.add_argument("--py-spy", default="", help="a py-spy binary: sample the server")
+    parser.add_argument("--storm", type=int, default=0, help="streams opened at once (0: none)")
+    parser.add_argument("--storm-sessions", type=int, default=300, help="the spread run's sessions")
+    parser.add_argument("--storm-turns", type=int, default=30, help="sessions given a turn")
+    parser.add_argument("--storm-timeout", type=float, default=90.0)
+    parser.add_argument("--pool", type=int, default=20, help="the storm server's DB pool size")
+    parser.add_argument("--storm-only", action="store_true", help="skip the idle/latency runs")
     args = parser.parse_args()
 
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
@@ -483,8 +786,8 @@ def main() -> None:
     web.force_login(user)
     cookie = web.cookies["sessionid"].value
 
-    sizes = [int(x) for x in args.n.split(",") if x]
-    runs = [("poll", args.poll_n)] if args.poll_n else []
+    sizes = [] if args.storm_only else [int(x) for x in args.n.split(",") if x]
+    runs = [("poll", args.poll_n)] if args.poll_n and not args.storm_only else []
     runs += [("push", n) for n in sizes]
     print(
         f"bench/streams.py: {os.cpu_count()} cores, idle {args.idle} s, {args.events} events, "
@@ -498,6 +801,22 @@ def main() -> None:
     if not args.no_floor:
         for n in sizes:
             print(json.dumps(measure_floor(n=n, args=args)), flush=True)
+    if args.storm:
+        one = [session_create(owner=user, world=world)]
+        spread = [session_create(owner=user, world=world) for _ in range(args.storm_sessions)]
+        for sessions, turns_in, restart in ((one, 1, True), (spread, args.storm_turns, False)):
+            result = storm(
+                n=args.storm,
+                sessions=sessions,
+                turns_in=min(turns_in, len(sessions)),
+                args=args,
+                cookie=cookie,
+                temp=temp,
+                restart=restart,
+            )
+            print(json.dumps(result), flush=True)
+        if not args.no_floor:
+            print(json.dumps(storm_floor(n=args.storm, args=args)), flush=True)
 
 
 if __name__ == "__main__":
