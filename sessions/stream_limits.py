@@ -112,7 +112,7 @@ class _StartGate:
     def semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
         if self.loop is not loop or self.places is None:
-            self.loop, self.places = loop, asyncio.Semaphore(_limit("COVEL_STREAM_STARTS", 16))
+            self.loop, self.places = loop, asyncio.Semaphore(_limit("COVEL_STREAM_STARTS", 64))
         return self.places
 
 
@@ -147,7 +147,7 @@ class StreamStartMiddleware:
         places = gate.semaphore()
         started = time.monotonic()
         try:
-            async with asyncio.timeout(_limit("COVEL_STREAM_START_WAIT_SECONDS", 5)):
+            async with asyncio.timeout(_limit("COVEL_STREAM_START_WAIT_SECONDS", 10)):
                 await places.acquire()
         except TimeoutError:
             return retry_later(
