@@ -686,7 +686,11 @@ def storm(*, n: int, sessions: list, turns_in: int, args, cookie: str, temp: Pat
             result["restart_all_back_s"] = round(time.monotonic() - started, 2)
             final = clients.report()
             result["restart_repeats"] = final["repeats"]
-            result["restart_refused"] = final["refused"]
+            result["restart_refused"] = {
+                status: count - report["refused"].get(status, 0)
+                for status, count in final["refused"].items()
+                if count > report["refused"].get(status, 0)
+            }
     finally:
         if clients is not None:
             clients.close()
