@@ -46,6 +46,16 @@ class ParsedCommand:
     def as_ctx(self) -> dict[str, Any]:
         return {"name": self.name, "args": self.args, "raw": self.raw}
 
+    def invocation(self, *, invocation_id: str, source: str = "composer") -> dict[str, Any]:
+        """Covel's RpcCommandInvocation (apps/server .../session/commands.ts): what a command
+        hands its action as the payload and as ctx.command: {args: {...}} and who asked."""
+        return {
+            **self.as_ctx(),
+            "invocationId": invocation_id,
+            "commandId": f"{self.package}:{self.name}",
+            "source": source,
+        }
+
 
 def commands_of(manifest: Manifest) -> list[dict[str, Any]]:
     return list(thaw(manifest.contributes.get("commands") or []))

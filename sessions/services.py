@@ -470,18 +470,20 @@ def session_rpc(
                 {"plugin": plugin, "namespace": ns, "key": key, "value": value}
             ),
         )
+        # A command hands its action Covel's invocation, {args, ...}, as payload and ctx.command.
+        invocation = parsed.invocation(invocation_id=str(uuid.uuid4())) if parsed else None
         context = {
             "sessionId": str(session.pk),
             "locale": session.locale,
             "userSettings": user_settings_for(package_id=plugin, session=session),
-            "command": parsed.as_ctx() if parsed else None,
+            "command": invocation,
             "environment": _environment(session, parsed.context if parsed else ()),
         }
         try:
             value = plugin_rpc_call(
                 manifest=manifest,
                 action=action,
-                payload=parsed.args if parsed else payload,
+                payload=invocation if invocation is not None else payload,
                 callbacks=callbacks,
                 context=context,
             )

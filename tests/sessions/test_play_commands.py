@@ -114,39 +114,43 @@ def test_the_dice_roll_command_runs_its_action_over_the_api(bundled_world, alice
     client = Client()
     client.force_login(alice)
     url = f"/api/sessions/{session.pk}/rpc/dice/roll"
+    # Dice notation as players write it (Covel's dice-check: one NdM argument), handed to the
+    # action as Covel's invocation {args: {...}}.
     answer = client.post(
-        url, json.dumps({"command": "/roll 3 d6 + 2"}), content_type="application/json"
+        url, json.dumps({"command": "/roll 3d6+2 sneak attack"}), content_type="application/json"
     )
     assert answer.status_code == 200, answer.content
     body = answer.json()
-    assert body["command"]["args"] == {"count": 3, "expression": "d6 + 2"}
+    assert body["command"]["args"] == {"notation": "3d6+2", "label": "sneak attack"}
+    roll = body["value"]["data"]
     assert body["value"]["ok"] is True
-    assert len(body["value"]["data"]["dice"]) == 3
-    # The dice package reads "d6+2" as one word: die and modifier, then a label.
-    answer = client.post(
-        url, json.dumps({"command": "/roll 3 d6+2 sneak attack"}), content_type="application/json"
-    )
-    roll = answer.json()["value"]["data"]
-    assert answer.json()["command"]["args"] == {"count": 3, "expression": "d6+2 sneak attack"}
     assert len(roll["dice"]) == 3 and all(1 <= d <= 6 for d in roll["dice"])
     assert roll["total"] == sum(roll["dice"]) + 2
     assert roll["label"] == "sneak attack"
+    assert body["value"]["message"].startswith("3d6+2: ")
+    # The older form, a count and then the die, reads the same way.
+    older = client.post(
+        url, json.dumps({"command": "/roll 2 d8+1"}), content_type="application/json"
+    )
+    assert older.json()["value"]["data"]["notation"] == "2d8+1"
 
     bad = client.post(url, json.dumps({"command": "/roll many"}), content_type="application/json")
-    assert bad.status_code == 422
-    message = "/roll: argument count must be an integer, not 'many'"
-    assert bad.json() == {
-        "code": "invalid-type",
-        "message": message,
-        "details": {"argument": "count"},
-        "detail": message,
+    assert bad.status_code == 200
+    assert bad.json()["value"] == {
+        "ok": False,
+        "message": 'Use /roll NdM+K, for example /roll 2d6+1 sneak attack (not "many")',
+        "data": {"code": "invalid-notation"},
     }
-    missing = client.post(url, json.dumps({"command": "/r"}), content_type="application/json")
-    assert missing.status_code == 422 and missing.json()["details"]["argument"] == "count"
+    big = client.post(url, json.dumps({"command": "/roll 30d6"}), content_type="application/json")
+    assert big.json()["value"]["ok"] is False
+    assert "count must be an integer from 1 to 20" in big.json()["value"]["message"]
+    # Nothing after /r rolls one die of the default 20 sides.
+    one = client.post(url, json.dumps({"command": "/r"}), content_type="application/json")
+    assert one.status_code == 200 and one.json()["value"]["data"]["notation"] == "1d20"
     # The composer's endpoint finds the package by the command (an alias here).
     typed = client.post(
         f"/api/sessions/{session.pk}/commands",
-        json.dumps({"text": "/r 2 d4"}),
+        json.dumps({"text": "/r 2d4"}),
         content_type="application/json",
     )
     assert typed.status_code == 200 and typed.json()["plugin"] == "dice"
