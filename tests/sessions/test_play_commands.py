@@ -179,3 +179,34 @@ def test_an_action_writes_at_once_through_the_store(db, alice, spells):
         content_type="application/json",
     )
     assert unknown.status_code == 404 and unknown.json()["code"] == "unknown_action"
+
+
+def test_a_command_hands_its_action_covels_invocation(db, alice, spells):
+    """Covel's command dispatch hands the action its RpcCommandInvocation as the payload and as
+    ctx.command (plugin-handlers-utils PluginRpcContext.command): a handler reads payload.args.
+    The hub handed the parsed arguments alone as the payload before."""
+    folder, _ = spells
+    index_folder(folder)
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["spells"]))
+    client = Client()
+    client.force_login(alice)
+    answer = client.post(
+        f"/api/sessions/{session.pk}/commands",
+        json.dumps({"text": "/c frost 2 0.5 yes old words"}),
+        content_type="application/json",
+    )
+    assert answer.status_code == 200, answer.content
+    payload = answer.json()["value"]["data"]["payload"]
+    invocation_id = payload.pop("invocationId")
+    assert len(invocation_id) == 36  # a fresh id per invocation
+    assert payload == {
+        "command": "c",
+        "canonical": "cast",
+        "name": "cast",
+        "raw": "/c frost 2 0.5 yes old words",
+        "argv": ["frost", "2", "0.5", "yes", "old", "words"],
+        "args": {"school": "frost", "power": 2, "ratio": 0.5, "loud": True, "words": "old words"},
+        "commandId": "spells:cast",
+        "source": "composer",
+    }
+    assert answer.json()["value"]["data"]["args"] == payload["args"]
