@@ -68,3 +68,31 @@ def test_the_older_payload_name_is_still_read(toolbox):
         ]
     )
     assert session.emitted == [("toolbox.rang", {"times": 1})]
+
+
+PEAL_JS = """\
+export default function makeRing({ tool, z, withEmittedEvents }) {
+  return tool({
+    name: "ring",
+    description: "Ring the bell and tell the session.",
+    parameters: z.object({ times: z.number().int().min(1).max(3) }),
+    async execute({ times }) {
+      return withEmittedEvents({ rang: times }, [{ topic: "toolbox.rang", data: { times } }]);
+    },
+  });
+}
+"""
+
+
+def test_a_plugin_tools_emitted_event_carries_covels_data(tmp_path, settings):
+    """A tool's withEmittedEvents entries are Covel's {topic, data}; the hub read `payload` and
+    emitted the event with empty data."""
+    from agent_helpers import load, write_toolbox
+
+    settings.COVEL_BUNDLED_PLUGINS_DIR = tmp_path
+    folder = write_toolbox(tmp_path)
+    (folder / "tools" / "ring.js").write_text(PEAL_JS, encoding="utf-8")
+    session = Session(load(folder))
+    run, _ = session.run([{"toolCalls": [call("ring", {"times": 2})]}, {"content": "Rang."}])
+    assert run.status == "success", run.error
+    assert session.emitted == [("toolbox.rang", {"times": 2})]

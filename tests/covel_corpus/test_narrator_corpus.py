@@ -162,6 +162,10 @@ def test_the_narrator_reads_the_check_context_and_its_receipt_is_guarded_and_rec
     # PreLLMCall ran around each of the narrator's three model requests.
     calls = session_rpc(session=session, plugin="character-sheet", action="llm-calls")["value"]
     assert [c["runtimeId"] for c in calls["data"]] == ["story-agent"] * 3
+    # Covel's hook ctx: the event, the runtime, and every active package.
+    first_call = calls["data"][0]
+    assert first_call["event"] == "PreLLMCall" and first_call["ctxRuntimeId"] == "story-agent"
+    assert first_call["activePluginIds"] == ["character-sheet", "dice-pool", "story-agent"]
 
 
 def test_without_a_provider_the_narrator_reads_null_and_is_offered_no_topic(db, alice):

@@ -33,7 +33,13 @@ export default function register(covel) {
 
   covel.on("PreLLMCall", async (ctx, payload) => {
     const list = calls.get(ctx.sessionId) ?? [];
-    list.push({ runtimeId: payload.runtimeId ?? null, messages: payload.messages?.length ?? 0 });
+    list.push({
+      event: ctx.event,
+      runtimeId: payload.runtimeId ?? null,
+      ctxRuntimeId: ctx.runtimeId ?? null,
+      activePluginIds: [...(ctx.activePluginIds ?? [])].sort(),
+      messages: payload.messages?.length ?? 0,
+    });
     calls.set(ctx.sessionId, list);
     return { action: "continue" };
   });
