@@ -8,18 +8,18 @@ import json
 import pytest
 import test_play_support as support
 from django.test import Client
-from test_play_support import index_folder, make_world, write_plugin
+from test_play_support import index_bundled, index_folder, make_world, write_plugin
 
 from catalogue.manifest.loader import load_package
 from sessions.commands import CommandError, parse_command
 from sessions.models import PluginData
-from sessions.services import session_create
+from sessions.services import session_command, session_create
 
 bundled_world = support.bundled_world  # a shared fixture
 
 COMMANDS = {
     "contributes": {
-        "actions": ["cast"],
+        "actions": ["cast", "where"],
         "commands": [
             {
                 "name": "cast",
@@ -40,6 +40,12 @@ COMMANDS = {
                 ],
             },
             {
+                "name": "where",
+                "description": "Say where the session stands.",
+                "action": "where",
+                "context": ["session", "active-runtimes", "models"],
+            },
+            {
                 "name": "sum",
                 "description": "Add numbers.",
                 "action": "cast",
@@ -55,6 +61,7 @@ ENTRY = """export default function register(covel) {
     await ctx.store.setPluginData({ namespace: "casts", key: "last", value: ctx.command?.args ?? payload });
     return { ok: true, data: { args: ctx.command?.args ?? null, payload } };
   });
+  covel.registerRpc("where", async (_payload, ctx) => ({ ok: true, data: ctx.environment ?? null }));
 }
 """
 
@@ -210,3 +217,40 @@ def test_a_command_hands_its_action_covels_invocation(db, alice, spells):
         "source": "composer",
     }
     assert answer.json()["value"]["data"]["args"] == payload["args"]
+
+
+def test_a_commands_context_scopes_give_covels_environment(db, alice, spells):
+    """Covel's buildCommandEnvironment (apps/server .../session/commands.ts): capturedAt, the
+    session record, and each active runtime with its slot; no environment without scopes."""
+    from agents.models import ModelSlot
+
+    folder, _ = spells
+    index_folder(folder)
+    index_bundled("story-agent")
+    ModelSlot.objects.create(name="story", base_url="http://127.0.0.1:9/v1", model="tale-1")
+    world = make_world(owner=alice, plugins=["spells", "story-agent"])
+    session = session_create(owner=alice, world=world)
+    env = session_command(session=session, text="/where")["value"]["data"]
+    assert env.pop("capturedAt")
+    assert env["session"] == {
+        "id": str(session.pk),
+        "worldId": "harbor",
+        "status": "active",
+        "phase": session.phase,
+        "locale": session.locale,
+        "turnCount": 0,
+    }
+    story = next(r for r in env["activeRuntimes"] if r["id"] == "story-agent")
+    assert story == {
+        "id": "story-agent",
+        "pluginId": "story-agent",
+        "runtimeType": "agent",
+        "outputKind": "story",
+        "stage": "narrative",
+        "outputContract": "narrative-engine@2",
+        "model": {"slot": "story", "source": "manifest", "resolved": "tale-1"},
+    }
+    assert "api" not in json.dumps(env).lower()  # no key, no URL
+    # A command without scopes gets no environment at all.
+    cast = session_command(session=session, text="/cast fire 1")["value"]["data"]
+    assert cast["payload"]["args"] == {"school": "fire", "power": 1}
