@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from approvals.selectors import packages_usability
 from catalogue.manifest.types import Manifest
