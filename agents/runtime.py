@@ -353,6 +353,10 @@ class _Executor:
             "world": dict(self.context.world),
             "userSettings": dict(self.context.user_settings),
             "seed": self.context.seed,
+            # Covel's tool ctx (plugin-handlers-utils PluginToolContext).
+            "emittedEventTopics": list(dict.fromkeys(e["topic"] for e in self.record.events)),
+            "pendingProposals": [dict(p) for p in self.record.proposals],
+            "inputSlots": {name: {"value": value} for name, value in self.context.inputs.items()},
             **dict(self.context.tool_context),
         }
 

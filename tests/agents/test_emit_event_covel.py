@@ -96,3 +96,41 @@ def test_a_plugin_tools_emitted_event_carries_covels_data(tmp_path, settings):
     run, _ = session.run([{"toolCalls": [call("ring", {"times": 2})]}, {"content": "Rang."}])
     assert run.status == "success", run.error
     assert session.emitted == [("toolbox.rang", {"times": 2})]
+
+
+SEEN_JS = """\
+export default function makeRing({ tool, z }) {
+  return tool({
+    name: "ring",
+    description: "Say what the run has emitted so far.",
+    parameters: z.object({ times: z.number().int().min(1).max(3) }),
+    async execute(_params, context) {
+      return { topics: context.emittedEventTopics, pending: context.pendingProposals.length, slots: context.inputSlots };
+    },
+  });
+}
+"""
+
+
+def test_a_plugin_tool_reads_the_runs_emitted_topics_and_inputs(tmp_path, settings):
+    """Covel's PluginToolContext carries emittedEventTopics, pendingProposals and inputSlots."""
+    from agent_helpers import load, write_toolbox
+
+    settings.COVEL_BUNDLED_PLUGINS_DIR = tmp_path
+    folder = write_toolbox(tmp_path)
+    (folder / "tools" / "ring.js").write_text(SEEN_JS, encoding="utf-8")
+    session = Session(load(folder))
+    run, model = session.run(
+        [
+            {"toolCalls": [call("emit-event", {"topic": "toolbox.rang", "data": {"times": 1}})]},
+            {"toolCalls": [call("ring", {"times": 1}, "r")]},
+            {"content": "Done."},
+        ],
+        inputs={"clue": "a wet footprint"},
+    )
+    assert run.status == "success", run.error
+    assert json.loads(tool_messages(model.requests[2])[-1]) == {
+        "topics": ["toolbox.rang"],
+        "pending": 0,
+        "slots": {"clue": {"value": "a wet footprint"}},
+    }
