@@ -73,13 +73,14 @@ class ToolCalls:
         return None
 
     def guarded_call(self, call_id: str, name: str, raw_arguments: str) -> ToolOutcome:
-        """PreToolUse may refuse the call (the model gets the refusal as the tool's result) or
+        """PreToolUse may refuse the call (the model reads Covel's "pre-tool-use hook aborted:
+        <reason>" as the tool's result) or
         change it (replace.toolCall); PostToolUse may replace the result the model reads
         (replace.result) or end the run (replace.terminate: see end_by_hook)."""
         tool_call = {"id": call_id, "name": name, "arguments": raw_arguments}
         pre = self.hook("PreToolUse", {"toolCall": tool_call})
         if pre is not None and pre.aborted:
-            return ToolOutcome(False, error=f"refused by a PreToolUse hook: {pre.reason}")
+            return ToolOutcome(False, error=f"pre-tool-use hook aborted: {pre.reason}")
         if pre is not None and isinstance(pre.replaced.get("toolCall"), dict):
             tool_call = {**tool_call, **pre.replaced["toolCall"]}
         outcome = self.call_tool(str(tool_call["name"]), str(tool_call["arguments"]))

@@ -139,7 +139,7 @@ def test_the_narrator_reads_the_check_context_and_its_receipt_is_guarded_and_rec
     # The guard aborted the wrong receipt: the model read the reason as the tool's result...
     [refusal] = [m for m in requests[1]["messages"] if m.get("tool_call_id") == "emit"]
     error = json.loads(refusal["content"])["error"]
-    assert error.startswith("refused by a PreToolUse hook: check.resolved was not sent")
+    assert error.startswith("pre-tool-use hook aborted: check.resolved was not sent")
     assert f"d20 {seen['roll']} -> {seen['right']}" in error
     # ... and only the corrected one was recorded as an event.
     events = [
