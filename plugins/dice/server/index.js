@@ -17,7 +17,8 @@ export default function register(covel) {
     // A command hands {args: {...}} (Covel's invocation); a UI may send the fields bare. Both
     // are untrusted.
     const body = payload && typeof payload === "object" ? payload : {};
-    const args = body.args && typeof body.args === "object" ? body.args : body;
+    const fromCommand = ctx.command?.args && typeof ctx.command.args === "object" ? ctx.command.args : null;
+    const args = body.args && typeof body.args === "object" ? body.args : (fromCommand ?? body);
     const sides = Number.isInteger(ctx.userSettings?.sides) ? ctx.userSettings.sides : 20;
     let notation = typeof args.notation === "string" ? args.notation : "";
     let label = typeof args.label === "string" ? args.label : "";
