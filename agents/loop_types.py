@@ -147,7 +147,7 @@ class AgentRun:
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # Filled by agents.runtime: what the run's tools did besides their replies.
-    events: list[dict[str, Any]] = field(default_factory=list)  # [{topic, payload}]
+    events: list[dict[str, Any]] = field(default_factory=list)  # [{topic, data, payload, runtime}]
     notifications: list[dict[str, Any]] = field(default_factory=list)
     forms: list[dict[str, Any]] = field(default_factory=list)
     proposals: list[dict[str, Any]] = field(default_factory=list)  # already staged
