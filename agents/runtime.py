@@ -30,6 +30,7 @@ from agents.tools import (
     ToolBinding,
     Toolset,
     build_toolset,
+    event_catalog_line,
     form_problem,
     schema_error,
 )
@@ -210,19 +211,22 @@ def _segments(runtime: RuntimeManifest, context: AgentRuntimeContext) -> list[Ma
             }
         )
     if (runtime.data.get("agent") or {}).get("advertiseEvents") and context.events:
+        # Covel's segment 5 block: the catalogue of advertised topics and how to emit one
+        # (packages/runtime context/prompt-assembler.ts, "<available-events>").
         lines = [
-            f"- {topic}: {meta.get('description', '')}"
+            event_catalog_line(topic, meta)
             for topic, meta in context.events.items()
             if meta.get("advertise", True)
         ]
         if lines:
             segments.append(
                 {
-                    "id": "event-directory",
+                    "id": "available-events",
                     "position": "system",
-                    "content": "<event-directory>\nTopics you may emit with emit-event:\n"
+                    "content": "<available-events>\nWhen this turn matches a topic's condition, "
+                    "call the emit-event tool with {topic, data}, one topic per call:\n"
                     + "\n".join(lines)
-                    + "\n</event-directory>",
+                    + "\n</available-events>",
                 }
             )
     return segments
@@ -263,23 +267,7 @@ class _Executor:
 
     def _builtin(self, binding: ToolBinding, args: dict[str, Any]) -> ToolOutcome:
         if binding.target == "emit-event":
-            topic = str(args["topic"])
-            payload = dict(args.get("payload") or {})
-            meta = self.context.events.get(topic)
-            if meta is None:
-                known = ", ".join(self.context.events) or "none"
-                return ToolOutcome(
-                    False,
-                    error=f"emit-event: topic {topic!r} is not in the session's event directory (known: {known})",
-                )
-            problem = _schema_error(meta.get("schema") or {}, payload)
-            if problem:
-                return ToolOutcome(
-                    False,
-                    error=f"emit-event: the payload of {topic} does not match its schema {problem}",
-                )
-            self._emit(topic, payload)
-            return ToolOutcome(True, {"emitted": topic})
+            return self._emit_event(args)
         if binding.target == "create-notification":
             notice = {
                 "title": args["title"],
@@ -319,12 +307,40 @@ class _Executor:
             )
         return ToolOutcome(False, error=f"builtin tool {binding.target} is not available")
 
-    def _emit(self, topic: str, payload: dict[str, Any]) -> None:
+    def _emit_event(self, args: dict[str, Any]) -> ToolOutcome:
+        """Covel's emit-event: {topic, data}. A topic this run already emitted is skipped (Covel
+        keeps one event per topic and tool loop); an unknown topic or data its schema refuses is
+        a failed call the model can correct (Covel answers those with text only: we fail them,
+        so that PostToolUse's result.success says the event was not recorded)."""
+        topic = str(args["topic"])
+        data = args.get("data")
+        if data is None:
+            data = args.get("payload")  # the hub's earlier name, still read
+        data = dict(data or {})
+        if any(e["topic"] == topic for e in self.record.events):
+            return ToolOutcome(True, f'event "{topic}" already emitted this turn — skipped')
+        meta = self.context.events.get(topic)
+        if meta is None:
+            known = ", ".join(self.context.events) or "none"
+            return ToolOutcome(
+                False,
+                error=f"emit-event: topic {topic!r} is not in the session's event directory (known: {known})",
+            )
+        problem = _schema_error(meta.get("schema") or {}, data)
+        if problem:
+            return ToolOutcome(
+                False,
+                error=f"emit-event: the data of {topic} does not match its schema {problem}",
+            )
+        self._emit(topic, data)
+        return ToolOutcome(True, f'event "{topic}" emitted')
+
+    def _emit(self, topic: str, data: dict[str, Any]) -> None:
         self.record.events.append(
-            {"topic": topic, "payload": payload, "runtime": self.runtime.qualified_id}
+            {"topic": topic, "data": data, "payload": data, "runtime": self.runtime.qualified_id}
         )
         if self.context.emit is not None:
-            self.context.emit(topic, payload)
+            self.context.emit(topic, data)
 
     # ---------------------------------------------------------------- plugin tools
 
@@ -337,6 +353,10 @@ class _Executor:
             "world": dict(self.context.world),
             "userSettings": dict(self.context.user_settings),
             "seed": self.context.seed,
+            # Covel's tool ctx (plugin-handlers-utils PluginToolContext).
+            "emittedEventTopics": list(dict.fromkeys(e["topic"] for e in self.record.events)),
+            "pendingProposals": [dict(p) for p in self.record.proposals],
+            "inputSlots": {name: {"value": value} for name, value in self.context.inputs.items()},
             **dict(self.context.tool_context),
         }
 
@@ -371,7 +391,9 @@ class _Executor:
             return ToolOutcome(False, error=f"{binding.target}: its write was refused: {refused}")
         for event in envelope.emitted_events:
             if isinstance(event, Mapping) and event.get("topic"):
-                self._emit(str(event["topic"]), dict(event.get("payload") or {}))
+                # withEmittedEvents carries Covel's {topic, data}; payload is the older name.
+                data = event.get("data") if event.get("data") is not None else event.get("payload")
+                self._emit(str(event["topic"]), dict(data or {}))
         return ToolOutcome(
             True, envelope.model_view if envelope.model_view is not None else envelope.content
         )

@@ -30,3 +30,8 @@ def slot_names() -> list[str]:
     return list(
         ModelSlot.objects.filter(enabled=True).order_by("name").values_list("name", flat=True)
     )
+
+
+def slot_models() -> dict[str, str]:
+    """slot name -> the model name staff set for it (enabled slots); no key or URL leaves here."""
+    return dict(ModelSlot.objects.filter(enabled=True).values_list("name", "model"))

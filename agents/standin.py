@@ -4,7 +4,9 @@ It replays scripted replies in order, the shape runtime cases use:
     {"content": "...", "finishReason": "stop", "toolCalls": [{"id", "name", "arguments"}]}
 plus knobs for failure tests: "status" (answer with that HTTP error), "delayMs" (before the
 headers), "firstTokenDelayMs" and "chunkDelayMs" (streaming), "stallMs" (silence mid-stream).
-Every request body it received is kept in .requests for assertions.
+A scripted reply may also be a function of the request body that returns such a reply: the
+stand-in then answers per request (a model that reads its prompt). Every request body it
+received is kept in .requests for assertions.
 """
 
 from __future__ import annotations
@@ -17,10 +19,8 @@ from typing import Any
 
 
 class StandInModel:
-    def __init__(
-        self, replies: list[dict[str, Any]] | None = None, *, exhausted_status: int = 500
-    ) -> None:
-        self.replies: list[dict[str, Any]] = list(replies or [])
+    def __init__(self, replies: list[Any] | None = None, *, exhausted_status: int = 500) -> None:
+        self.replies: list[Any] = list(replies or [])
         # What a request past the script gets: 500 by default; runtime cases use a non-transient
         # 400 so that a run asking for more than was scripted fails at once, without retries.
         self.exhausted_status = exhausted_status
@@ -52,7 +52,9 @@ class StandInModel:
                     "status": self.exhausted_status,
                     "content": "stand-in: no scripted reply left",
                 }
-            return self.replies.pop(0)
+            reply = self.replies.pop(0)
+        # A reply may be a function of the request: a model that reads its prompt and answers.
+        return reply(body) if callable(reply) else reply
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self

@@ -411,25 +411,42 @@ def form_problem(
     return None
 
 
+def event_catalog_line(topic: str, meta: Mapping[str, Any]) -> str:
+    """One topic of the session's event directory as a model reads it: Covel's catalogue line,
+    "- topic: description (required: field: type, ...)" (apps/server .../event-directory.ts)."""
+    description = " ".join(str(meta.get("description") or "").split())
+    schema = meta.get("schema") if isinstance(meta.get("schema"), Mapping) else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    required = [str(r) for r in schema.get("required") or () if isinstance(r, str)]
+    fields = []
+    for name in required:
+        kind = (
+            properties.get(name, {}).get("type")
+            if isinstance(properties.get(name), Mapping)
+            else None
+        )
+        fields.append(f"{name}: {kind}" if isinstance(kind, str) else name)
+    line = f"- {topic}: {description}" if description else f"- {topic}"
+    return f"{line} (required: {', '.join(fields)})" if fields else line
+
+
 def builtin_tool(name: str, *, events: Mapping[str, Mapping[str, Any]]) -> ToolSpec | None:
     if name == "emit-event":
-        directory = "\n".join(
-            f"- {topic}: {str(meta.get('description') or '').strip()}"
-            for topic, meta in events.items()
-        )
+        directory = "\n".join(event_catalog_line(topic, meta) for topic, meta in events.items())
+        # Covel's shape (packages/tools/src/builtin/emit-event.ts): {topic, data}, data an object
+        # that defaults to {}. One topic per call; the same topic twice in a run is skipped.
         return ToolSpec(
             "emit-event",
-            "Emit a session event other runtimes can react to. The payload must match the "
-            f"topic's schema. Topics:\n{directory or '(none are declared in this session)'}",
+            "Emit a domain event declared by an active package, one topic per call. data must "
+            f"match the topic's schema. Topics:\n{directory or '(none are declared in this session)'}",
             {
                 "type": "object",
                 "required": ["topic"],
-                "additionalProperties": False,
                 "properties": {
                     "topic": {"type": "string", "enum": list(events)}
                     if events
                     else {"type": "string"},
-                    "payload": {"type": "object"},
+                    "data": {"type": "object"},
                 },
             },
         )

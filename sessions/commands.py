@@ -42,9 +42,26 @@ class ParsedCommand:
     args: dict[str, Any]
     raw: str
     context: tuple[str, ...] = ()
+    typed: str = ""  # the name as typed: the command's or an alias
+    argv: tuple[str, ...] = ()  # the words after it
 
     def as_ctx(self) -> dict[str, Any]:
         return {"name": self.name, "args": self.args, "raw": self.raw}
+
+    def invocation(self, *, invocation_id: str, source: str = "composer") -> dict[str, Any]:
+        """Covel's RpcCommandInvocation (plugin-handlers-utils/src/plugin-api.ts, PluginRpcContext
+        .command; apps/server .../session/commands.ts): what a command hands its action as the
+        payload and as ctx.command: {command, canonical, raw, argv, args, invocationId,
+        commandId, source}, plus the hub's earlier `name` (= canonical)."""
+        return {
+            **self.as_ctx(),
+            "command": self.typed or self.name,
+            "canonical": self.name,
+            "argv": list(self.argv),
+            "invocationId": invocation_id,
+            "commandId": f"{self.package}:{self.name}",
+            "source": source,
+        }
 
 
 def commands_of(manifest: Manifest) -> list[dict[str, Any]]:
@@ -177,4 +194,6 @@ def parse_command(
         args=args,
         raw=stripped,
         context=tuple(command.get("context") or ()),
+        typed=words[0],
+        argv=tuple(words[1:]),
     )

@@ -118,6 +118,9 @@ class HookDispatcher:
         self.emit = emit
         self.settings_for = settings_for
         self.log: list[dict[str, Any]] = []
+        manifests = list(manifests)
+        # Covel's hook ctx.activePluginIds: every active package, hooked or not.
+        self.active_ids = [m.id for m in manifests]
         # event -> [(manifest, phases)], only for packages that declare hooks at all.
         self.by_event: dict[str, list[tuple[Manifest, list[str]]]] = {}
         for manifest in manifests:
@@ -165,6 +168,7 @@ class HookDispatcher:
         ctx = {
             "sessionId": str(self.session.pk),
             "turnId": self.turn_id or "",
+            "activePluginIds": list(self.active_ids),
             **(context or {}),
         }
         if self.settings_for is not None:

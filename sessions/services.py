@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from approvals.selectors import packages_usability
 from catalogue.manifest.types import Manifest
@@ -408,22 +409,58 @@ def session_actions_resolve(
 # ------------------------------------------------------------------ RPC actions and commands
 
 
-def _environment(session: Session, scopes: tuple[str, ...]) -> dict[str, Any]:
-    env: dict[str, Any] = {}
+def _environment(
+    session: Session, scopes: tuple[str, ...], active: list[Manifest]
+) -> dict[str, Any] | None:
+    """A command's ctx.environment, Covel's least-privilege snapshot (apps/server
+    .../session/commands.ts buildCommandEnvironment): nothing without scopes; `session`;
+    `activeRuntimes` (with `models`, each runtime's slot and the model staff set for it).
+    No keys, URLs, prompts or plugin data."""
+    if not scopes:
+        return None
+    env: dict[str, Any] = {"capturedAt": timezone.now().isoformat()}
     if "session" in scopes:
         env["session"] = {
             "id": str(session.pk),
+            "worldId": session.world.world_id,
+            "status": session.status,
             "phase": session.phase,
-            "turnCount": session.turn_count,
             "locale": session.locale,
+            "turnCount": session.turn_count,  # ours: the spec's session field
         }
-    if "active-runtimes" in scopes:
-        env["activeRuntimes"] = list(session.resolved_plugins or [])
-    if "models" in scopes:
-        from worlds.selectors import model_slots
+    if "active-runtimes" in scopes or "models" in scopes:
+        models: dict[str, str] | None = None
+        if "models" in scopes:
+            from agents.selectors import slot_models
 
-        env["models"] = model_slots()
+            models = slot_models()
+        env["activeRuntimes"] = [
+            _runtime_record(runtime, manifest.id, models)
+            for manifest in active
+            for runtime in manifest.runtimes
+        ]
     return env
+
+
+def _runtime_record(runtime: Any, plugin: str, models: dict[str, str] | None) -> dict[str, Any]:
+    output = (runtime.data.get("io") or {}).get("output") or {}
+    record: dict[str, Any] = {
+        "id": runtime.qualified_id,
+        "pluginId": plugin,
+        "runtimeType": runtime.kind,
+        "outputKind": "story" if runtime.visibility == "story" else "plugin",
+    }
+    if runtime.stage:
+        record["stage"] = runtime.stage
+    if output.get("contract"):
+        record["outputContract"] = output["contract"]
+    if models is not None and not runtime.is_function:
+        written = (runtime.data.get("agent") or {}).get("model")
+        slot = str(written or ("story" if runtime.visibility == "story" else "plugin"))
+        record["model"] = {"slot": slot, "source": "manifest" if written else "default"}
+        if slot in models:
+            record["model"]["resolved"] = models[slot]
+    return record
 
 
 def session_rpc(
@@ -470,18 +507,24 @@ def session_rpc(
                 {"plugin": plugin, "namespace": ns, "key": key, "value": value}
             ),
         )
+        # A command hands its action Covel's invocation, {args, ...}, as payload and ctx.command.
+        invocation = parsed.invocation(invocation_id=str(uuid.uuid4())) if parsed else None
         context = {
             "sessionId": str(session.pk),
             "locale": session.locale,
             "userSettings": user_settings_for(package_id=plugin, session=session),
-            "command": parsed.as_ctx() if parsed else None,
-            "environment": _environment(session, parsed.context if parsed else ()),
+            "command": invocation,
+            "environment": _environment(
+                session,
+                parsed.context if parsed else (),
+                [installed[p] for p in resolution.active if p in installed],
+            ),
         }
         try:
             value = plugin_rpc_call(
                 manifest=manifest,
                 action=action,
-                payload=parsed.args if parsed else payload,
+                payload=invocation if invocation is not None else payload,
                 callbacks=callbacks,
                 context=context,
             )

@@ -647,6 +647,10 @@ function toolContext(call, pkg, c, extra = {}) {
     world: c.world ?? null,
     userSettings: c.userSettings ?? {},
     turnNumber: c.turnNumber,
+    // Covel's PluginToolContext: the topics this run emitted, its staged proposals, its inputs.
+    emittedEventTopics: c.emittedEventTopics ?? [],
+    pendingProposals: c.pendingProposals ?? [],
+    inputSlots: c.inputSlots ?? {},
     store: makeStore(call),
     random: call.random,
     signal: call.controller.signal,

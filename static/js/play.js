@@ -85,6 +85,13 @@
   // A command's answer rendered as text, a list, or field/value pairs, never as raw JSON.
   function commandNode(value) {
     if (value === null || value === undefined) return el("p", "muted", "Done.");
+    // Covel's action answer, {ok, message, data}: the message is what the player reads.
+    if (typeof value === "object" && typeof value.message === "string" && "ok" in value) {
+      const box = el("div");
+      box.append(el("p", value.ok === false ? "error-text" : "command-message", value.message));
+      if (value.data !== null && value.data !== undefined && value.ok !== false) box.append(commandNode(value.data));
+      return box;
+    }
     if (typeof value !== "object") return el("p", "", value);
     if (Array.isArray(value)) {
       const list = el("ul");

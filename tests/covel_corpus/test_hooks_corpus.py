@@ -73,7 +73,7 @@ def test_oath_keeper_refuses_a_forbidden_tool_before_it_runs(db, alice):
     [refusal] = [m for m in second if m.get("role") == "tool" and m.get("tool_call_id") == "c1"]
     assert json.loads(refusal["content"]) == {
         "ok": False,
-        "error": "refused by a PreToolUse hook: an oath keeper never calls break-oath",
+        "error": "pre-tool-use hook aborted: an oath keeper never calls break-oath",
     }
     # The abort ended the chain: the normal-phase observer saw only the call that passed.
     assert rpc(session, "oath-keeper", "seen-calls") == [

@@ -253,20 +253,34 @@ def test_roll_dice_is_seeded_and_bounded(host: NodeHost) -> None:
 
 
 def test_the_roll_command_parses_its_arguments(host: NodeHost) -> None:
+    # Covel's command invocation is the payload, and ctx.command too.
     command = {
         "command": "r",
         "canonical": "roll",
-        "args": {"count": 2, "expression": "d8+1 sneak attack"},
+        "args": {"notation": "2d8+1", "label": "sneak attack"},
     }
-    answer = rpc(host, "dice", "roll", None, command=command, seed="c1")
+    answer = rpc(host, "dice", "roll", command, command=command, seed="c1")
     assert answer["ok"] is True
     result = answer["data"]
     assert result["notation"] == "2d8+1" and result["label"] == "sneak attack"
     assert len(result["dice"]) == 2 and all(1 <= d <= 8 for d in result["dice"])
-    bad = rpc(host, "dice", "roll", None, command={"args": {"count": 0, "expression": "d6"}})
-    assert bad["ok"] is False and "count" in bad["error"]
+    assert (
+        answer["message"]
+        == f"2d8+1: {', '.join(map(str, result['dice']))} (total {result['total']})"
+    )
+    # ctx.command alone still reads, and so do the earlier count and expression fields.
+    older = rpc(host, "dice", "roll", None, command={"args": {"count": 2, "expression": "d8+1 x"}})
+    assert older["ok"] is True and older["data"]["notation"] == "2d8+1"
+    bad = rpc(host, "dice", "roll", {"args": {"notation": "0d6"}})
+    assert bad["ok"] is False and "count must be an integer from 1" in bad["message"]
     huge = rpc(host, "dice", "roll", {"count": 1, "expression": "d1000"})
-    assert huge["ok"] is False and "sides" in huge["error"]
+    assert huge["ok"] is False and "sides" in huge["message"]
+    words = rpc(host, "dice", "roll", {"args": {"notation": "two dice"}})
+    assert words == {
+        "ok": False,
+        "message": 'Use /roll NdM+K, for example /roll 2d6+1 sneak attack (not "two dice")',
+        "data": {"code": "invalid-notation"},
+    }
 
 
 def test_the_manual_roll_is_stored_once_per_turn(host: NodeHost) -> None:

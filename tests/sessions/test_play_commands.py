@@ -8,18 +8,18 @@ import json
 import pytest
 import test_play_support as support
 from django.test import Client
-from test_play_support import index_folder, make_world, write_plugin
+from test_play_support import index_bundled, index_folder, make_world, write_plugin
 
 from catalogue.manifest.loader import load_package
 from sessions.commands import CommandError, parse_command
 from sessions.models import PluginData
-from sessions.services import session_create
+from sessions.services import session_command, session_create
 
 bundled_world = support.bundled_world  # a shared fixture
 
 COMMANDS = {
     "contributes": {
-        "actions": ["cast"],
+        "actions": ["cast", "where"],
         "commands": [
             {
                 "name": "cast",
@@ -40,6 +40,12 @@ COMMANDS = {
                 ],
             },
             {
+                "name": "where",
+                "description": "Say where the session stands.",
+                "action": "where",
+                "context": ["session", "active-runtimes", "models"],
+            },
+            {
                 "name": "sum",
                 "description": "Add numbers.",
                 "action": "cast",
@@ -55,6 +61,7 @@ ENTRY = """export default function register(covel) {
     await ctx.store.setPluginData({ namespace: "casts", key: "last", value: ctx.command?.args ?? payload });
     return { ok: true, data: { args: ctx.command?.args ?? null, payload } };
   });
+  covel.registerRpc("where", async (_payload, ctx) => ({ ok: true, data: ctx.environment ?? null }));
 }
 """
 
@@ -114,39 +121,43 @@ def test_the_dice_roll_command_runs_its_action_over_the_api(bundled_world, alice
     client = Client()
     client.force_login(alice)
     url = f"/api/sessions/{session.pk}/rpc/dice/roll"
+    # Dice notation as players write it (Covel's dice-check: one NdM argument), handed to the
+    # action as Covel's invocation {args: {...}}.
     answer = client.post(
-        url, json.dumps({"command": "/roll 3 d6 + 2"}), content_type="application/json"
+        url, json.dumps({"command": "/roll 3d6+2 sneak attack"}), content_type="application/json"
     )
     assert answer.status_code == 200, answer.content
     body = answer.json()
-    assert body["command"]["args"] == {"count": 3, "expression": "d6 + 2"}
+    assert body["command"]["args"] == {"notation": "3d6+2", "label": "sneak attack"}
+    roll = body["value"]["data"]
     assert body["value"]["ok"] is True
-    assert len(body["value"]["data"]["dice"]) == 3
-    # The dice package reads "d6+2" as one word: die and modifier, then a label.
-    answer = client.post(
-        url, json.dumps({"command": "/roll 3 d6+2 sneak attack"}), content_type="application/json"
-    )
-    roll = answer.json()["value"]["data"]
-    assert answer.json()["command"]["args"] == {"count": 3, "expression": "d6+2 sneak attack"}
     assert len(roll["dice"]) == 3 and all(1 <= d <= 6 for d in roll["dice"])
     assert roll["total"] == sum(roll["dice"]) + 2
     assert roll["label"] == "sneak attack"
+    assert body["value"]["message"].startswith("3d6+2: ")
+    # The older form, a count and then the die, reads the same way.
+    older = client.post(
+        url, json.dumps({"command": "/roll 2 d8+1"}), content_type="application/json"
+    )
+    assert older.json()["value"]["data"]["notation"] == "2d8+1"
 
     bad = client.post(url, json.dumps({"command": "/roll many"}), content_type="application/json")
-    assert bad.status_code == 422
-    message = "/roll: argument count must be an integer, not 'many'"
-    assert bad.json() == {
-        "code": "invalid-type",
-        "message": message,
-        "details": {"argument": "count"},
-        "detail": message,
+    assert bad.status_code == 200
+    assert bad.json()["value"] == {
+        "ok": False,
+        "message": 'Use /roll NdM+K, for example /roll 2d6+1 sneak attack (not "many")',
+        "data": {"code": "invalid-notation"},
     }
-    missing = client.post(url, json.dumps({"command": "/r"}), content_type="application/json")
-    assert missing.status_code == 422 and missing.json()["details"]["argument"] == "count"
+    big = client.post(url, json.dumps({"command": "/roll 30d6"}), content_type="application/json")
+    assert big.json()["value"]["ok"] is False
+    assert "count must be an integer from 1 to 20" in big.json()["value"]["message"]
+    # Nothing after /r rolls one die of the default 20 sides.
+    one = client.post(url, json.dumps({"command": "/r"}), content_type="application/json")
+    assert one.status_code == 200 and one.json()["value"]["data"]["notation"] == "1d20"
     # The composer's endpoint finds the package by the command (an alias here).
     typed = client.post(
         f"/api/sessions/{session.pk}/commands",
-        json.dumps({"text": "/r 2 d4"}),
+        json.dumps({"text": "/r 2d4"}),
         content_type="application/json",
     )
     assert typed.status_code == 200 and typed.json()["plugin"] == "dice"
@@ -175,3 +186,71 @@ def test_an_action_writes_at_once_through_the_store(db, alice, spells):
         content_type="application/json",
     )
     assert unknown.status_code == 404 and unknown.json()["code"] == "unknown_action"
+
+
+def test_a_command_hands_its_action_covels_invocation(db, alice, spells):
+    """Covel's command dispatch hands the action its RpcCommandInvocation as the payload and as
+    ctx.command (plugin-handlers-utils PluginRpcContext.command): a handler reads payload.args.
+    The hub handed the parsed arguments alone as the payload before."""
+    folder, _ = spells
+    index_folder(folder)
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["spells"]))
+    client = Client()
+    client.force_login(alice)
+    answer = client.post(
+        f"/api/sessions/{session.pk}/commands",
+        json.dumps({"text": "/c frost 2 0.5 yes old words"}),
+        content_type="application/json",
+    )
+    assert answer.status_code == 200, answer.content
+    payload = answer.json()["value"]["data"]["payload"]
+    invocation_id = payload.pop("invocationId")
+    assert len(invocation_id) == 36  # a fresh id per invocation
+    assert payload == {
+        "command": "c",
+        "canonical": "cast",
+        "name": "cast",
+        "raw": "/c frost 2 0.5 yes old words",
+        "argv": ["frost", "2", "0.5", "yes", "old", "words"],
+        "args": {"school": "frost", "power": 2, "ratio": 0.5, "loud": True, "words": "old words"},
+        "commandId": "spells:cast",
+        "source": "composer",
+    }
+    assert answer.json()["value"]["data"]["args"] == payload["args"]
+
+
+def test_a_commands_context_scopes_give_covels_environment(db, alice, spells):
+    """Covel's buildCommandEnvironment (apps/server .../session/commands.ts): capturedAt, the
+    session record, and each active runtime with its slot; no environment without scopes."""
+    from agents.models import ModelSlot
+
+    folder, _ = spells
+    index_folder(folder)
+    index_bundled("story-agent")
+    ModelSlot.objects.create(name="story", base_url="http://127.0.0.1:9/v1", model="tale-1")
+    world = make_world(owner=alice, plugins=["spells", "story-agent"])
+    session = session_create(owner=alice, world=world)
+    env = session_command(session=session, text="/where")["value"]["data"]
+    assert env.pop("capturedAt")
+    assert env["session"] == {
+        "id": str(session.pk),
+        "worldId": "harbor",
+        "status": "active",
+        "phase": session.phase,
+        "locale": session.locale,
+        "turnCount": 0,
+    }
+    story = next(r for r in env["activeRuntimes"] if r["id"] == "story-agent")
+    assert story == {
+        "id": "story-agent",
+        "pluginId": "story-agent",
+        "runtimeType": "agent",
+        "outputKind": "story",
+        "stage": "narrative",
+        "outputContract": "narrative-engine@2",
+        "model": {"slot": "story", "source": "manifest", "resolved": "tale-1"},
+    }
+    assert "api" not in json.dumps(env).lower()  # no key, no URL
+    # A command without scopes gets no environment at all.
+    cast = session_command(session=session, text="/cast fire 1")["value"]["data"]
+    assert cast["payload"]["args"] == {"school": "fire", "power": 1}

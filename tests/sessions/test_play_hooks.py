@@ -395,7 +395,7 @@ const { tool, z } = covel.toolkit;
 covel.registerTool(tool({ name: "shout", description: "Shout.", parameters: z.object({ text: z.string() }),
   async execute({ text }) { return { said: text }; } }));
 covel.on("PreToolUse", async (_ctx, p) => ({ action: "continue", replace: { toolCall: { arguments: JSON.stringify({ text: "changed" }) } } }));
-covel.on("PostToolUse", async (_ctx, p) => ({ action: "continue", replace: { result: { said: p.result.said + "!" } } }));
+covel.on("PostToolUse", async (_ctx, p) => ({ action: "continue", replace: { result: { said: p.result.parsedResult.said + "!" } } }));
 """
     folder = write_plugin(
         tmp_path,
@@ -439,7 +439,7 @@ covel.registerTool(tool({ name: "note", description: "Note a word.", parameters:
     const proposal = makeProposal(context, new Date().toISOString(), "plugin.data", { namespace: "notes", key: word, value: true });
     return withPendingProposals({ noted: word }, [proposal]);
   } }));
-covel.on("PostToolUse", async (_ctx, p) => p.result?.noted === "enough" ? { action: "continue", replace: { terminate: true } } : { action: "continue" });
+covel.on("PostToolUse", async (_ctx, p) => p.result?.parsedResult?.noted === "enough" ? { action: "continue", replace: { terminate: true } } : { action: "continue" });
 """
     folder = write_plugin(
         tmp_path,

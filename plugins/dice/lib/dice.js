@@ -5,20 +5,23 @@ export const MIN_SIDES = 2;
 export const MAX_SIDES = 100;
 export const MAX_MODIFIER = 100;
 
-const DIE = /^d(\d+)([+-]\d+)?$/i; // limits are checked by checkRequest, not here
+const NOTATION = /^(\d*)(?:d(\d+))?([+-]\d+)?$/i;
 
-/** Parse the words after the count of "/roll": an optional "dN[+M]" then a free label. */
-export function parseExpression(text, defaultSides) {
-  const words = String(text ?? "").trim().split(/\s+/).filter(Boolean);
-  let sides = defaultSides;
-  let modifier = 0;
-  const match = words.length > 0 ? DIE.exec(words[0]) : null;
-  if (match) {
-    sides = Number(match[1]);
-    modifier = match[2] ? Number(match[2]) : 0;
-    words.shift();
-  }
-  return { sides, modifier, label: words.join(" ").slice(0, 80) };
+/**
+ * Parse dice notation as players write it: "2d6+1", "d20", "3d8-1", a bare count "4" (of the
+ * default die) or nothing (one default die). Returns {count, sides, modifier}, or null when the
+ * text is not notation (limits are checked by checkRequest).
+ */
+export function parseNotation(text, defaultSides) {
+  const written = String(text ?? "").trim().replace(/\s+/g, "");
+  if (!written) return { count: 1, sides: defaultSides, modifier: 0 };
+  const match = NOTATION.exec(written);
+  if (!match || (!match[1] && !match[2])) return null;
+  return {
+    count: match[1] ? Number(match[1]) : 1,
+    sides: match[2] ? Number(match[2]) : defaultSides,
+    modifier: match[3] ? Number(match[3]) : 0,
+  };
 }
 
 /** Return an error message for a request outside the limits, or null when it is valid. */
