@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 
 import jsonschema
-
-from sessions.models import PluginData, RecordedExport
 from support import CHARACTERS, play, ui_session
 
 from catalogue.manifest.loader import load_package
+from sessions.models import PluginData, RecordedExport
 
 REPO_SCHEMA = "plugins/hub-world-ir/schemas/world-ir.schema.json"
 
@@ -36,7 +35,9 @@ def test_a_package_requiring_world_ir_becomes_active_and_reads_the_world(db, ali
     assert "mira" in named
     scores = {
         row.key: row.value
-        for row in PluginData.objects.filter(session=session, plugin_id="kinship", namespace="affinity")
+        for row in PluginData.objects.filter(
+            session=session, plugin_id="kinship", namespace="affinity"
+        )
     }
     assert set(scores) == named
     assert scores["mira"]["name"] == "Mira" and scores["mira"]["score"] == 10
@@ -51,7 +52,9 @@ def test_a_package_requiring_world_ir_becomes_active_and_reads_the_world(db, ali
 def test_the_world_ir_output_has_covels_shape(db, alice):
     session = ui_session(alice, "kinship", bundled=("hub-world-ir", "hub-narrative-v1"))
     play(session, "Tobin and Mira argue at the <b>docks</b>.")
-    facts = RecordedExport.objects.get(session=session, plugin_id="hub-world-ir", record_as="world-ir-v1").value
+    facts = RecordedExport.objects.get(
+        session=session, plugin_id="hub-world-ir", record_as="world-ir-v1"
+    ).value
     schema = json.loads(open(REPO_SCHEMA, encoding="utf-8").read())
     jsonschema.validate(facts, schema)
     assert facts["schemaVersion"] == 1
