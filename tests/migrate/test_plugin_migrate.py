@@ -147,8 +147,8 @@ BAD = {
     ),
     "unknown-field": (
         "runtimes/a/PLUGIN.md",
-        "---\ntype: agent\noutputKind: system\nschedule:\n  stage: post-turn\n---\nHi.\n",
-        "/outputKind",
+        "---\ntype: agent\nsummaryFocus: [narrative]\nschedule:\n  stage: post-turn\n---\nHi.\n",
+        "/summaryFocus",
         "no-current-equivalent",
     ),
     "broken-yaml": (

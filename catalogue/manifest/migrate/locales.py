@@ -35,6 +35,46 @@ def _is_locale_map(value: Any) -> bool:
     )
 
 
+def _english_key(value: Mapping[str, Any]) -> str | None:
+    """en, else the first English variant written (covel-plugins writes en-US)."""
+    if "en" in value:
+        return "en"
+    return next((k for k in value if k.startswith("en-")), None)
+
+
+def _merge_texts(have: Any, new: Any, where: str, conflicts: list[tuple[str, Any, Any]]) -> None:
+    """Put new's texts into have: a text already there is kept when it is the same, a missing
+    one is added, a different one is a conflict (the author chooses)."""
+    if isinstance(have, Mapping) and isinstance(new, Mapping):
+        for key, value in new.items():
+            at = join(where, str(key))
+            if key not in have:
+                have[key] = value
+            elif isinstance(have[key], Mapping | list) and isinstance(value, Mapping | list):
+                _merge_texts(have[key], value, at, conflicts)
+            elif have[key] != value:
+                conflicts.append((at, have[key], value))
+    elif isinstance(have, list) and isinstance(new, list):
+        for entry in new:
+            identity = next(
+                (k for k in _IDENTITY_KEYS if isinstance(entry, Mapping) and k in entry), None
+            )
+            match = next(
+                (
+                    e
+                    for e in have
+                    if identity and isinstance(e, Mapping) and e.get(identity) == entry[identity]
+                ),
+                None,
+            )
+            if match is None:
+                have.append(entry)
+            else:
+                _merge_texts(match, entry, join(where, f"{identity}={entry[identity]}"), conflicts)
+    elif have != new:
+        conflicts.append((where, have, new))
+
+
 def _fold_texts(ctx: _Ctx, node: Any, where: str, out: CommentedMap | None) -> bool:
     """Replace {en: ..., zh: ...} text by its English text; collect the other languages.
 
@@ -47,16 +87,17 @@ def _fold_texts(ctx: _Ctx, node: Any, where: str, out: CommentedMap | None) -> b
             value = node[key]
             at = join(where, str(key))
             if key in _TEXT_KEYS and _is_locale_map(value):
-                if "en" not in value:
+                english = _english_key(value)
+                if english is None:
                     ctx.refuse(
                         at,
                         "text-without-english",
                         "a locale map without en: the manifest's own text is English; add en",
                     )
                     continue
-                node[key] = value["en"]
+                node[key] = value[english]
                 for locale, text in value.items():
-                    if locale == "en":
+                    if locale == english:
                         continue
                     section = ctx.translations.setdefault(locale, {}).setdefault(
                         ctx.doc.new_path, CommentedMap()
@@ -138,18 +179,29 @@ def _locale_changes(
         else:
             old_text, existing = "", CommentedMap()
         for file, texts in translations[locale].items():
-            if file in existing:
+            if file not in existing:
+                existing[file] = texts
+                continue
+            # The file already translates this manifest: keep what is the same, add what is
+            # missing, and refuse only a text that differs from the one already there.
+            conflicts: list[tuple[str, Any, Any]] = []
+            _merge_texts(existing[file], texts, join("", file), conflicts)
+            for at, have, new in conflicts:
                 plan.refusals.append(
                     Issue(
                         relative,
-                        join("", file),
+                        at,
                         REFUSED,
-                        f"{relative} already translates {file}; merge the locale map by hand "
-                        "[locale-section-exists]",
+                        f"{relative} already has {have!r} here and the manifest's locale map says "
+                        f"{new!r}; keep one [locale-text-differs]",
                     )
                 )
-                continue
-            existing[file] = texts
-        plan.changes.append(
-            FileChange(relative if full.exists() else None, relative, old_text, _dump(y, existing))
-        )
+        new_text = _dump(y, existing)
+        if new_text != old_text:
+            plan.changes.append(
+                FileChange(relative if full.exists() else None, relative, old_text, new_text)
+            )
+        else:
+            plan.notes.append(
+                Issue(relative, "", "migrated", f"{relative} already holds these translations")
+            )

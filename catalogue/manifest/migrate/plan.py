@@ -12,8 +12,10 @@ from pathlib import Path
 from ruamel.yaml.comments import CommentedMap
 
 from catalogue.manifest.loader import HOST_VERSION, load_package
+from catalogue.manifest.migrate import covel_plugins
 from catalogue.manifest.migrate.contracts import _report_contracts
 from catalogue.manifest.migrate.docs import _Ctx, _Doc, _read_doc
+from catalogue.manifest.migrate.files import report_missing
 from catalogue.manifest.migrate.locales import _fold_texts, _locale_changes
 from catalogue.manifest.migrate.model import (
     _VARIANT,
@@ -104,6 +106,7 @@ def _build(plan: Plan, provided: Mapping[str, set[str]] | None, host_version: st
     files = _manifest_files(root, plan)
     translations: dict[str, dict[str, CommentedMap]] = {}
     docs: list[_Doc] = []
+    root_doc: _Doc | None = None
     for old_path, new_path in files:
         doc = _read_doc(root, old_path, new_path, plan)
         if doc is None:
@@ -115,18 +118,28 @@ def _build(plan: Plan, provided: Mapping[str, set[str]] | None, host_version: st
             continue  # a locale variant carries only text
         ctx = _Ctx(plan, doc, translations)
         if new_path == PLUGIN_FILE:
+            root_doc = doc
+            _migrate_root(ctx)
+            covel_plugins.migrate_package(ctx)
+            covel_plugins.declare_hooks(ctx, root)
             written = doc.data.get("id")
             if isinstance(written, str) and written:
                 plan.package_id = written
-            _migrate_root(ctx)
         else:
             _migrate_runtime(ctx, doc.data, "")
+            had_labels = "capabilities" in doc.data
+            root_data = root_doc.data if root_doc is not None else None
+            covel_plugins.migrate_runtime_file(ctx, new_path.split("/")[1], root_data)
+            if had_labels and root_doc is not None:
+                root_doc.changed = True  # the labels became tags of the package
         try:
             _fold_texts(ctx, doc.data, "", None)
         except _Refused as exc:
             ctx.refuse("", "text-unmappable", str(exc))
     if plan.refusals:
         return
+    for doc in docs:
+        report_missing(plan, doc.new_path, doc.data)
     for doc in docs:
         text = doc.text()
         if text != doc.raw or doc.old_path != doc.new_path:
