@@ -72,6 +72,7 @@ class Scope:
     index: int | None = None
     in_repeat: bool = False
     nodes: list[int] = field(default_factory=lambda: [0])  # shared counter
+    data: Any = None  # what $data reads: the data source's row {key, value}, else the state
 
 
 # ------------------------------------------------------------------ values
@@ -133,6 +134,15 @@ def resolve(value: Any, scope: Scope) -> Any:
             if not scope.in_repeat:
                 raise BadBinding(f"$item {path!r} is used outside a repeat")
             return _localize(_item_path(scope.item, path), scope.locale)
+        if "$data" in value or "$event" in value:
+            # The hub's bundled specs bind the data-source row ($data: "value/place") and a
+            # message block's triggering event payload ($event: "delta") with these.
+            name = "$data" if "$data" in value else "$event"
+            path = value[name]
+            if not isinstance(path, str):
+                raise BadBinding(f"{name} must be a string path")
+            source = scope.data if name == "$data" else scope.state
+            return _localize(_item_path(source, path), scope.locale)
         if "$index" in value:
             if not scope.in_repeat:
                 raise BadBinding("$index is used outside a repeat")
@@ -254,7 +264,7 @@ def _children(element: Mapping[str, Any], scope: Scope, depth: int) -> list[dict
     for index, item in enumerate(items if isinstance(items, list) else []):
         if index >= MAX_REPEAT:
             break
-        inner = Scope(scope.state, scope.locale, item, index, True, scope.nodes)
+        inner = Scope(scope.state, scope.locale, item, index, True, scope.nodes, scope.data)
         drawn.extend(n for child in children for n in render(child, inner, depth + 1))
     return drawn
 
@@ -325,8 +335,28 @@ def _leaf(
             "glyph": ICONS.get(icon, "•"),
             "classes": _cls("size", _prop(props, scope, "size"), SIZES),
         }
-    if name == "Progress":
+    if name in ("Progress", "Meter"):
         return _progress(props, scope)
+    if name == "Callout":
+        icon = _prop(props, scope, "icon")
+        return {
+            "type": "card",
+            "classes": "variant-subtle",
+            "title": "",
+            "children": [
+                {
+                    "type": "icon",
+                    "name": str(icon or "")[:60],
+                    "glyph": ICONS.get(icon, "•"),
+                    "classes": "",
+                },
+                {
+                    "type": "text",
+                    "text": text_of(_prop(props, scope, "content", "text")),
+                    "classes": "",
+                },
+            ],
+        }
     if name in ("Divider", "Separator"):
         return {"type": "divider"}
     if name == "Button":
@@ -348,13 +378,17 @@ def _leaf(
     return placeholder(shown, "unknown-component", f"Unknown component {shown!r}.")
 
 
+def _number(value: Any) -> float | int | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _progress(props: Mapping[str, Any], scope: Scope) -> dict[str, Any]:
-    value = _prop(props, scope, "value")
-    top = _prop(props, scope, "max")
-    top = top if isinstance(top, int | float) and not isinstance(top, bool) and top > 0 else 100
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        value = 0
-    value = max(0, min(value, top))
+    """Progress (0..max) and Meter (min..max, shifted to start at 0 for the <meter>)."""
+    low = _number(_prop(props, scope, "min")) or 0
+    top = _number(_prop(props, scope, "max"))
+    top = top - low if top is not None and top > low else 100
+    value = _number(_prop(props, scope, "value"))
+    value = 0 if value is None else max(0, min(value - low, top))
     label = _prop(props, scope, "label")
     return {"type": "progress", "value": value, "max": top, "text": text_of(label)}
 
@@ -390,6 +424,6 @@ def _filter_container(props: Mapping[str, Any], scope: Scope) -> dict[str, Any]:
     return {"type": "entries", "children": cards, "footer": footer, "empty": empty}
 
 
-def render_view(view: Any, state: Any, locale: str) -> list[dict[str, Any]]:
+def render_view(view: Any, state: Any, locale: str, data: Any = None) -> list[dict[str, Any]]:
     """The nodes of a spec's view over its state, in the session's locale."""
-    return render(view, Scope(state=state, locale=locale))
+    return render(view, Scope(state=state, locale=locale, data=state if data is None else data))

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from catalogue.manifest.types import Manifest
+from eventlog.models import SessionEvent
 from sessions.models import PluginData, Session
 from sessions.package_ui.render import ICONS, localized, render_view
 from sessions.package_ui.specs import Spec, package_specs
@@ -77,7 +78,8 @@ def _panel(spec: Spec, rows: list[PluginData], locale: str) -> dict[str, Any]:
         state = {"entries": [{"key": r.key, "value": r.value} for r in rows]}
         empty = not rows
     failures = [_failure(spec, "spec-unusable", spec.problem)] if spec.problem else []
-    nodes = [] if spec.problem or spec.view is None else render_view(spec.view, state, locale)
+    row = {"key": spec.key, "value": state} if spec.key is not None else state
+    nodes = [] if spec.problem or spec.view is None else render_view(spec.view, state, locale, row)
     return {
         "slot": f"ui.{spec.placement}",
         "placement": spec.placement,
@@ -118,6 +120,32 @@ def _message_block(spec: Spec, turn_id: str, state: Any, locale: str) -> dict[st
     }
 
 
+def _event_states(
+    session: Session, specs: list[Spec], wanted: set[str] | None
+) -> Iterable[tuple[Spec, str, Any]]:
+    """(spec, turn id, event payload) for message specs drawn per emitted event (trigger.event):
+    one block for each event of the topic the spec's own package emitted. One query."""
+    by_topic: dict[str, list[Spec]] = {}
+    for spec in specs:
+        if spec.placement == "message" and spec.event and not spec.problem:
+            by_topic.setdefault(spec.event, []).append(spec)
+    if not by_topic or wanted == set():
+        return []
+    rows = SessionEvent.objects.filter(
+        session=session, type="plugin.event", payload__topic__in=list(by_topic)
+    ).order_by("seq")
+    found = []
+    for row in rows:
+        turn_id = str(row.payload.get("turnId") or "")
+        package = str(row.payload.get("runtime") or "").split("/")[0]
+        if wanted is not None and turn_id not in wanted:
+            continue
+        for spec in by_topic.get(row.payload.get("topic"), []):
+            if spec.plugin == package:
+                found.append((spec, turn_id, row.payload.get("payload")))
+    return found
+
+
 def session_package_ui(
     *, session: Session, turn_ids: Iterable[str] | None = None
 ) -> dict[str, Any]:
@@ -139,8 +167,10 @@ def session_package_ui(
     panels.sort(key=lambda p: (p["placement"] != "right", p["order"]))
     wanted = None if turn_ids is None else {str(t) for t in turn_ids}
     messages: dict[str, list[dict[str, Any]]] = {}
+    for spec, turn_id, payload in _event_states(session, specs, wanted):
+        messages.setdefault(turn_id, []).append(_message_block(spec, turn_id, payload, locale))
     for spec in specs:
-        if spec.placement != "message" or spec.problem or not spec.namespace:
+        if spec.placement != "message" or spec.problem or not spec.namespace or spec.event:
             continue
         for row in rows.get((spec.plugin, spec.namespace), []):
             turn_id = _turn_of(row)
@@ -158,6 +188,7 @@ def session_package_ui(
         "message_watch": sorted(
             {f"{s.plugin}/{s.namespace}" for s in specs if s.placement == "message" and s.namespace}
         ),
+        "message_events": sorted({s.event for s in specs if s.placement == "message" and s.event}),
         "any": bool(specs),
     }
 

@@ -39,6 +39,7 @@ class Spec:
     key: str | None = None  # dataSource.key: one row as the state
     empty: Any = None  # emptyState.message
     view: Any = None  # the component tree
+    event: str | None = None  # trigger.event: a message block per emitted event of this topic
     problem: str = ""  # why the spec cannot be shown ("" when it can)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -137,6 +138,8 @@ def load_spec(manifest: Manifest, placement: str, relative: str) -> Spec:
         problem = "dataSource.namespace is not a string"
     spec_id = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else fallback_id
     icon = data.get("icon")
+    trigger = data.get("trigger") if isinstance(data.get("trigger"), dict) else {}
+    event = trigger.get("event") if isinstance(trigger.get("event"), str) else None
     return Spec(
         plugin=manifest.id,
         placement=placement,
@@ -150,6 +153,7 @@ def load_spec(manifest: Manifest, placement: str, relative: str) -> Spec:
         key=key if isinstance(key, str) else None,
         empty=_text_or_map(empty.get("message")),
         view=view if isinstance(view, dict) else None,
+        event=event,
         problem=problem,
     )
 

@@ -40,4 +40,11 @@
     }
     turnIds.forEach(refreshMessage);
   });
+
+  // Message blocks drawn per emitted event (a spec's trigger.event): the turn's blocks again
+  // once it commits, when the page shows any such spec.
+  document.addEventListener("play:turn.committed", (event) => {
+    const p = event.detail || {};
+    if (p.turnId && words(box().dataset.messageEvents).size) refreshMessage(String(p.turnId));
+  });
 })();

@@ -163,3 +163,23 @@ def test_the_page_reads_package_data_once_however_many_turns(db, alice, client):
     ]
     assert len(ui_reads) == 1
     assert len(four.captured_queries) == len(one.captured_queries)
+
+
+def test_the_bundled_scene_view_draws_its_row_without_placeholders(db, alice, client):
+    from support import index_bundled
+    from test_play_support import make_world
+
+    from sessions.services import session_create
+
+    index_bundled("storyteller", "scene-setter")
+    world = make_world(owner=alice, plugins=["scene-setter"])
+    session = session_create(owner=alice, world=world)
+    client.force_login(alice)
+    [empty] = [s for s in slots_of(client, session).values() if s.get("id") == "scene-view"]
+    assert empty["placement"] == "view" and empty["empty"] == "No scene has been set yet."
+    play(session, "I look around.")
+    [view] = [s for s in slots_of(client, session).values() if s.get("id") == "scene-view"]
+    assert view["empty"] == "" and view["failures"] == []
+    scene = view["value"]
+    assert "placeholder" not in json.dumps(view["nodes"])
+    assert scene["place"] in texts(view["nodes"])

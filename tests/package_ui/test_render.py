@@ -198,3 +198,26 @@ def test_the_node_template_escapes_package_text():
     assert "<script>" not in html and "javascript:" not in html
     assert 'class="pui-badge tone-purple"' in html
     assert "style=" not in html
+
+
+def test_data_and_event_bindings_meter_and_callout_of_the_bundled_specs():
+    scene = {
+        "component": "Stack",
+        "children": [
+            {"component": "Heading", "props": {"content": {"$data": "value/place"}}},
+            {"component": "Callout", "props": {"icon": "map-pin", "content": {"$data": "key"}}},
+            {
+                "component": "Meter",
+                "props": {"value": {"$state": "/score"}, "min": -100, "max": 100},
+            },
+        ],
+    }
+    row = {"key": "current", "value": {"place": "The quay", "score": 40}}
+    [stack] = render_view(scene, row["value"], "en", row)
+    heading, callout, meter = stack["children"]
+    assert heading["text"] == "The quay"
+    assert callout["type"] == "card" and callout["children"][0]["glyph"] == "⌖"
+    assert callout["children"][1]["text"] == "current"
+    assert (meter["value"], meter["max"]) == (140, 200)  # -100..100 shifted to 0..200
+    toast = {"component": "Badge", "props": {"label": {"$event": "delta"}}}
+    assert render_view(toast, {"delta": "+5"}, "en")[0]["text"] == "+5"
