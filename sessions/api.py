@@ -182,7 +182,7 @@ def list_turns(request: HttpRequest, session_id: str, paging: Query[PageQuery]) 
 
     session = _session(request, session_id)
     turns = selectors.turn_list(session=session, limit=paging.limit, offset=paging.offset)
-    drawn = turn_message_blocks(session=session, turn_ids=[t.pk for t in turns])
+    drawn = turn_message_blocks(session=session, turns=turns)
     rows = [
         {
             "turnId": str(t.pk),

@@ -167,7 +167,9 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "forms": play_selectors.interaction_pending_list(session=session),
         "notifications": play_selectors.notice_recent_list(session=session),
         "ui_slots": session_slots(session=session),
-        "package_ui": session_package_ui(session=session, turn_ids=[t.pk for t in turns]),
+        "package_ui": session_package_ui(
+            session=session, turn_ids=[t.pk for t in turns], turns=turns
+        ),
     }
     return render(request, "sessions/session_detail.html", context, status=status)
 

@@ -134,10 +134,11 @@ def resolve(value: Any, scope: Scope) -> Any:
             if not scope.in_repeat:
                 raise BadBinding(f"$item {path!r} is used outside a repeat")
             return _localize(_item_path(scope.item, path), scope.locale)
-        if "$data" in value or "$event" in value:
-            # The hub's bundled specs bind the data-source row ($data: "value/place") and a
-            # message block's triggering event payload ($event: "delta") with these.
-            name = "$data" if "$data" in value else "$event"
+        if "$data" in value or "$event" in value or "$segment" in value:
+            # The hub's bundled specs bind the data-source row ($data: "value/place"), a
+            # message block's triggering event payload ($event: "delta") and a story segment
+            # ($segment: "content") with these.
+            name = next(n for n in ("$data", "$event", "$segment") if n in value)
             path = value[name]
             if not isinstance(path, str):
                 raise BadBinding(f"{name} must be a string path")

@@ -8,7 +8,10 @@ docs/guide/plugin-ui-runtime-guidelines.md, "数据通路"):
 - `message` specs: one block under each turn for which the package committed a row in the
   namespace (Covel's packages use "message") whose key is the turn's id, or whose value carries
   `__turnId`; the state is the row's value.
-- `segment` specs (templates for committed story paragraphs) are listed, not drawn yet.
+- `segment` specs (display templates for committed story paragraphs): a block under the turn
+  for each `narrative.append` segment the package's runtimes told in it (`commit.narrative`)
+  whose `kind` (and `speaker`, when the spec's `match` names one) matches; the state is the
+  segment `{runtime, content, kind, …}`.
 All of a session's rows are read in one query, however many packages and specs there are.
 """
 
@@ -146,15 +149,37 @@ def _event_states(
     return found
 
 
+def _segment_blocks(
+    specs: list[Spec], turns: Iterable[Any], locale: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """(turn id, block) for each told segment a segment spec of its package matches."""
+    wanted = [s for s in specs if s.placement == "segment" and not s.problem and s.view]
+    found: list[tuple[str, dict[str, Any]]] = []
+    for turn in turns if wanted else ():
+        for segment in (turn.commit or {}).get("narrative") or []:
+            if not isinstance(segment, Mapping):
+                continue
+            package = str(segment.get("runtime") or "").split("/")[0]
+            for spec in wanted:
+                if spec.plugin != package or not spec.match:
+                    continue
+                if all(segment.get(k) == v for k, v in spec.match.items()):
+                    block = _message_block(spec, str(turn.pk), dict(segment), locale)
+                    block["type"] = "ui.segment"
+                    found.append((str(turn.pk), block))
+    return found
+
+
 def session_package_ui(
-    *, session: Session, turn_ids: Iterable[str] | None = None
+    *, session: Session, turn_ids: Iterable[str] | None = None, turns: Iterable[Any] = ()
 ) -> dict[str, Any]:
     """Everything the page shows of the packages' UI specs.
 
     panels: the right-panel tabs and full-column views, ordered by groupOrder then package;
     messages: {turnId: [blocks]} for the given turns (every turn with a row when None);
-    segments: the segment specs, listed; watch / message_watch: "<plugin>/<namespace>" whose
-    change refreshes the panels / the message blocks.
+    (message, event and segment blocks alike); segments: the segment specs; watch /
+    message_watch: "<plugin>/<namespace>" whose change refreshes the panels / the message
+    blocks; refresh_on_commit: whether a turn's blocks also come from its events or segments.
     """
     specs = session_specs(session)
     rows = _rows(session, specs)
@@ -167,6 +192,8 @@ def session_package_ui(
     panels.sort(key=lambda p: (p["placement"] != "right", p["order"]))
     wanted = None if turn_ids is None else {str(t) for t in turn_ids}
     messages: dict[str, list[dict[str, Any]]] = {}
+    for turn_id, block in _segment_blocks(specs, turns, locale):
+        messages.setdefault(turn_id, []).append(block)
     for spec, turn_id, payload in _event_states(session, specs, wanted):
         messages.setdefault(turn_id, []).append(_message_block(spec, turn_id, payload, locale))
     for spec in specs:
@@ -177,7 +204,9 @@ def session_package_ui(
             if wanted is None or turn_id in wanted:
                 block = _message_block(spec, turn_id, row.value, locale)
                 messages.setdefault(turn_id, []).append(block)
-    broken = [_panel(s, [], locale) for s in specs if s.placement == "message" and s.problem]
+    broken = [
+        _panel(s, [], locale) for s in specs if s.placement in ("message", "segment") and s.problem
+    ]
     return {
         "panels": panels + broken,
         "messages": messages,
@@ -189,6 +218,9 @@ def session_package_ui(
             {f"{s.plugin}/{s.namespace}" for s in specs if s.placement == "message" and s.namespace}
         ),
         "message_events": sorted({s.event for s in specs if s.placement == "message" and s.event}),
+        "refresh_on_commit": any(
+            s.placement == "segment" or (s.placement == "message" and s.event) for s in specs
+        ),
         "any": bool(specs),
     }
 
@@ -198,8 +230,7 @@ def package_ui_slots(*, session: Session) -> list[dict[str, Any]]:
     return session_package_ui(session=session, turn_ids=())["panels"]
 
 
-def turn_message_blocks(
-    *, session: Session, turn_ids: Iterable[str]
-) -> dict[str, list[dict[str, Any]]]:
-    """The message blocks of these turns, for each turn's `blocks` in the API."""
-    return session_package_ui(session=session, turn_ids=turn_ids)["messages"]
+def turn_message_blocks(*, session: Session, turns: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    """The message and segment blocks of these turns, for each turn's `blocks` in the API."""
+    ids = [str(t.pk) for t in turns]
+    return session_package_ui(session=session, turn_ids=ids, turns=turns)["messages"]

@@ -40,6 +40,7 @@ class Spec:
     empty: Any = None  # emptyState.message
     view: Any = None  # the component tree
     event: str | None = None  # trigger.event: a message block per emitted event of this topic
+    match: dict[str, str] = field(default_factory=dict)  # segment specs: {kind?, speaker?}
     problem: str = ""  # why the spec cannot be shown ("" when it can)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -154,6 +155,11 @@ def load_spec(manifest: Manifest, placement: str, relative: str) -> Spec:
         empty=_text_or_map(empty.get("message")),
         view=view if isinstance(view, dict) else None,
         event=event,
+        match={
+            k: v
+            for k, v in (data.get("match") if isinstance(data.get("match"), dict) else {}).items()
+            if k in ("kind", "speaker") and isinstance(v, str)
+        },
         problem=problem,
     )
 

@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from sessions import selectors as play_selectors
-from sessions.models import Session
+from sessions.models import Session, Turn
 from sessions.package_ui.selectors import session_package_ui
 
 
@@ -30,7 +30,8 @@ def package_ui_fragment(request: HttpRequest, session_id: uuid.UUID) -> HttpResp
             turn = str(uuid.UUID(turn))
         except ValueError:
             raise Http404("no such turn") from None
-        ui = session_package_ui(session=session, turn_ids=[turn])
+        rows = list(Turn.objects.filter(session=session, pk=turn))
+        ui = session_package_ui(session=session, turn_ids=[turn], turns=rows)
         context = {"package_ui": ui, "turn": {"pk": turn}}
         return render(request, "sessions/package_ui/_message.html", context)
     ui = session_package_ui(session=session, turn_ids=())

@@ -41,10 +41,10 @@
     turnIds.forEach(refreshMessage);
   });
 
-  // Message blocks drawn per emitted event (a spec's trigger.event): the turn's blocks again
-  // once it commits, when the page shows any such spec.
+  // Blocks drawn per emitted event (a message spec's trigger.event) or per told segment (a
+  // segment spec): the turn's blocks again once it commits, when the page shows any such spec.
   document.addEventListener("play:turn.committed", (event) => {
     const p = event.detail || {};
-    if (p.turnId && words(box().dataset.messageEvents).size) refreshMessage(String(p.turnId));
+    if (p.turnId && box().dataset.refreshOnCommit === "true") refreshMessage(String(p.turnId));
   });
 })();

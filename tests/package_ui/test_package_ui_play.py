@@ -183,3 +183,74 @@ def test_the_bundled_scene_view_draws_its_row_without_placeholders(db, alice, cl
     scene = view["value"]
     assert "placeholder" not in json.dumps(view["nodes"])
     assert scene["place"] in texts(view["nodes"])
+
+
+OMEN_PLUGIN = """---
+id: omens
+version: 0.1.0
+description: Tells one omen a turn as its own story segment, drawn by a segment template.
+contributes:
+  ui:
+    segment: [./ui/omen-segment.json]
+runtime:
+  description: Tells an omen.
+  schedule:
+    stage: post-turn
+  function:
+    timeoutMs: 2000
+---
+Omens.
+"""
+OMEN_HANDLER = """
+import { makeProposal, withPendingProposals } from "@covel/plugin-handlers-utils";
+export default async function handler(ctx) {
+  const now = new Date().toISOString();
+  const said = String(ctx.playerMessage ?? "");
+  return withPendingProposals({ outcome: "success", value: {} }, [
+    makeProposal(ctx, now, "narrative.append", { content: `A crow circles: ${said}`, kind: "omen" }),
+    makeProposal(ctx, now, "narrative.append", { content: "An aside.", kind: "plugin" }),
+  ]);
+}
+"""
+OMEN_SPEC = {
+    "id": "omen-segment",
+    "match": {"kind": "omen"},
+    "view": {
+        "component": "Row",
+        "children": [
+            {
+                "component": "Badge",
+                "props": {"label": {"zh": "预兆", "en": "Omen"}, "color": "purple"},
+            },
+            {"component": "Text", "props": {"content": {"$segment": "content"}}},
+        ],
+    },
+}
+
+
+def test_a_segment_template_draws_the_segments_of_its_kind_under_the_turn(
+    db, alice, client, tmp_path
+):
+    from support import index_bundled, index_folder
+    from test_play_support import make_world
+
+    from sessions.services import session_create
+
+    root = tmp_path / "omens"
+    (root / "ui").mkdir(parents=True)
+    (root / "PLUGIN.md").write_text(OMEN_PLUGIN)
+    (root / "handler.js").write_text(OMEN_HANDLER)
+    (root / "ui/omen-segment.json").write_text(json.dumps(OMEN_SPEC))
+    index_bundled("storyteller")
+    index_folder(root)
+    session = session_create(owner=alice, world=make_world(owner=alice, plugins=["omens"]))
+    result = play(session, "I <i>wait</i>.")
+    client.force_login(alice)
+    [turn] = client.get(f"/api/sessions/{session.pk}/turns").json()["items"]
+    [block] = [b for b in turn["blocks"] if b["type"] == "ui.segment"]
+    assert block["meta"]["specId"] == "omen-segment" and block["meta"]["turnId"] == result["turnId"]
+    assert block["data"]["kind"] == "omen"
+    assert texts(block["nodes"]) == ["Omen", "A crow circles: I <i>wait</i>."]
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert 'class="pui-message pui-segment"' in page and "A crow circles: I &lt;i&gt;wait" in page
+    assert 'data-refresh-on-commit="true"' in page
