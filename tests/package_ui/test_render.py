@@ -221,3 +221,45 @@ def test_data_and_event_bindings_meter_and_callout_of_the_bundled_specs():
     assert (meter["value"], meter["max"]) == (140, 200)  # -100..100 shifted to 0..200
     toast = {"component": "Badge", "props": {"label": {"$event": "delta"}}}
     assert render_view(toast, {"delta": "+5"}, "en")[0]["text"] == "+5"
+
+
+def test_a_filter_container_lists_its_items_as_entry_cards():
+    view = {
+        "component": "FilterContainer",
+        "props": {
+            "items": {"$state": "/entries"},
+            "itemComponent": "EntryCard",
+            "itemPropMap": {
+                "title": "value/name",
+                "category": "value/status",
+                "tags": "value/chips",
+            },
+            "footer": {"zh": "共 {{count}} 个任务", "en": "{{count}} quests tracked"},
+            "emptyMessage": {"zh": "没有匹配的任务", "en": "No matching quests"},
+        },
+    }
+    entries = [
+        {
+            "key": "q1",
+            "value": {
+                "name": "Find the key",
+                "status": {"zh": "进行中", "en": "Active"},
+                "chips": ["harbor"],
+            },
+        },
+        {"key": "q2", "value": {"name": "<b>Sail</b>", "status": "completed"}},
+    ]
+    [box] = render_view(view, {"entries": entries}, "zh")
+    first, second = box["children"]
+    assert (first["title"], first["category"], first["tags"]) == (
+        "Find the key",
+        "进行中",
+        ["harbor"],
+    )
+    assert (
+        second["title"] == "<b>Sail</b>" and box["footer"] == "共 2 个任务" and box["empty"] == ""
+    )
+    [empty] = render_view(view, {"entries": []}, "en")
+    assert empty["children"] == [] and empty["empty"] == "No matching quests"
+    html = render_to_string("sessions/package_ui/_node.html", {"node": box})
+    assert "&lt;b&gt;Sail&lt;/b&gt;" in html and "<b>Sail" not in html
