@@ -93,6 +93,8 @@ def dispatch_callback(callbacks: HostCallbacks, method: str, params: dict[str, A
             after=params.get("after"),
             limit=int(params.get("limit") or 100),
         )
+    if method in STORE_READS:
+        return _store_read(callbacks, method, package, runtime, params)
     if method == "tools.call":
         return callbacks.tool_call(
             package=package, runtime=runtime, name=params["name"], args=params.get("args") or {}
@@ -133,6 +135,31 @@ def dispatch_callback(callbacks: HostCallbacks, method: str, params: dict[str, A
             "body": base64.b64encode(body).decode("ascii"),
         }
     raise CallbackRefused(f"unknown host capability {method}", code="unknown_capability")
+
+
+# ctx.store reads a callbacks object may offer (sessions/callbacks.py does): method -> (its
+# callback, the params it takes). Optional: without the callback the read is refused.
+STORE_READS = {
+    "store.getWorld": ("store_get_world", {"world_id": "worldId"}),
+    "store.listCharacters": ("store_list_characters", {}),
+    "store.getCharacter": ("store_get_character", {"character_id": "characterId"}),
+    "store.listPlayerInputs": ("store_list_player_inputs", {}),
+}
+
+
+def _store_read(
+    callbacks: HostCallbacks, method: str, package: str, runtime: Any, params: dict[str, Any]
+) -> Any:
+    name, wanted = STORE_READS[method]
+    read = getattr(callbacks, name, None)
+    if read is None:
+        raise CallbackRefused(
+            f"ctx.{method} reads a session, and this run has none", code="store_unavailable"
+        )
+    args = {
+        arg: (None if params.get(key) is None else str(params[key])) for arg, key in wanted.items()
+    }
+    return read(package=package, runtime=runtime, **args)
 
 
 def approved_http_request(

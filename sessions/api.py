@@ -168,15 +168,21 @@ def slots(request: HttpRequest, session_id: str, turn: str | None = None) -> lis
     watched namespace changes, and with ?turn= when that turn emits a `preview` topic (the
     providers then see its events). A failing provider is listed in `failures`."""
     from sessions.extensions import session_slots
+    from sessions.package_ui.selectors import package_ui_slots
 
-    return session_slots(session=_session(request, session_id), turn_id=turn)
+    session = _session(request, session_id)
+    return session_slots(session=session, turn_id=turn) + package_ui_slots(session=session)
 
 
 @router.get("/sessions/{session_id}/turns", response={200: TurnPageOut, **READ_ERRORS})
 def list_turns(request: HttpRequest, session_id: str, paging: Query[PageQuery]) -> dict:
     """The latest turns, oldest first (player, manual and background turns alike); ?offset=
     skips that many of the latest, so the next page back is offset + limit."""
+    from sessions.package_ui.selectors import turn_message_blocks
+
     session = _session(request, session_id)
+    turns = selectors.turn_list(session=session, limit=paging.limit, offset=paging.offset)
+    drawn = turn_message_blocks(session=session, turns=turns)
     rows = [
         {
             "turnId": str(t.pk),
@@ -187,13 +193,13 @@ def list_turns(request: HttpRequest, session_id: str, paging: Query[PageQuery]) 
             "narrativeText": t.narrative_text,
             "runtimes": t.results or [],
             "commit": t.commit or {},
-            "blocks": t.blocks or [],
+            "blocks": [*(t.blocks or []), *drawn.get(str(t.pk), [])],
             "error": t.error,
             "sourceTurnId": str(t.source_turn_id) if t.source_turn_id else None,
             "createdAt": t.created_at.isoformat(),
             "finishedAt": t.finished_at.isoformat() if t.finished_at else None,
         }
-        for t in selectors.turn_list(session=session, limit=paging.limit, offset=paging.offset)
+        for t in turns
     ]
     count = selectors.turn_count(session=session)
     return page(rows, count=count, limit=paging.limit, offset=paging.offset)

@@ -15,6 +15,7 @@ from django.db import transaction
 
 from pluginhost.callbacks import PackageCapabilities
 from pluginhost.errors import CallbackRefused
+from sessions import store_reads
 from sessions.errors import WriteRefused
 from sessions.models import PluginData, Session, Turn
 from sessions.operations import MISSING, TurnOverlay, check_value, datasets_of
@@ -149,14 +150,43 @@ class SessionCallbacks(PackageCapabilities):
     # ------------------------------------------------------------------ store
 
     def store_get_session(self, *, package: str, runtime: str | None) -> dict[str, Any]:
-        return {
-            "id": str(self.session.pk),
-            "phase": self.session.phase,
-            "status": self.session.status,
-            "turnCount": self.session.turn_count,
-            "locale": self.session.locale,
-            "worldId": self.session.world.world_id,
-        }
+        return store_reads.session_record(self.session)
+
+    def _trusted(self) -> bool:
+        """Bundled code, judged as the host pool judges it: where the package was found."""
+        from pluginhost.pool import manifest_trust
+
+        manifest = self.manifest
+        if manifest is None:
+            from sessions.selectors import installed_manifests
+
+            manifest = installed_manifests().get(self.package)
+        return manifest is not None and manifest_trust(manifest) == "bundled"
+
+    def store_get_world(
+        self, *, package: str, runtime: str | None, world_id: str | None
+    ) -> dict[str, Any] | None:
+        store_reads.require_trusted(
+            trusted=self._trusted(), package=self.package, method="getWorld"
+        )
+        return store_reads.world_record(self.session, world_id)
+
+    def store_list_characters(self, *, package: str, runtime: str | None) -> list[dict[str, Any]]:
+        trusted = self._trusted()
+        store_reads.require_trusted(trusted=trusted, package=self.package, method="listCharacters")
+        return store_reads.characters(self.session)
+
+    def store_get_character(
+        self, *, package: str, runtime: str | None, character_id: str
+    ) -> dict[str, Any] | None:
+        trusted = self._trusted()
+        store_reads.require_trusted(trusted=trusted, package=self.package, method="getCharacter")
+        return store_reads.character(self.session, character_id)
+
+    def store_list_player_inputs(
+        self, *, package: str, runtime: str | None
+    ) -> list[dict[str, Any]]:
+        return store_reads.player_inputs(self.session)
 
     def store_read_turn_messages(
         self, *, package: str, runtime: str | None, after: str | None, limit: int

@@ -119,7 +119,9 @@ class TurnOut(Schema):
     narrativeText: str
     runtimes: list[RuntimeResultOut]
     commit: dict[str, Any]
-    blocks: list[dict[str, Any]] = []  # ui.render blocks: [{id, type, data, meta}]
+    # ui.render blocks [{id, type, data, meta}], then the package message blocks
+    # (contributes.ui.message) drawn for this turn: {id, type: "ui.message", data, meta, nodes}
+    blocks: list[dict[str, Any]] = []
     hooks: list[HookRecordOut] = []
     # Set when a TurnStart hook vetoed the turn: nothing ran and nothing was committed.
     abortReason: str | None = None
@@ -172,6 +174,16 @@ class SlotOut(Schema):
     watch: list[str]  # "<plugin>/<namespace>": a change there refreshes the slot
     preview: list[str]
     failures: list[SlotFailureOut]
+    # A package UI panel (contributes.ui.right / .view, sessions/package_ui/) carries these too;
+    # a ui.slot@1 slot leaves them out.
+    placement: str | None = None  # "right" or "view"
+    plugin: str | None = None
+    id: str | None = None  # the spec's id
+    spec: str | None = None  # the spec file, package-relative
+    label: str | None = None  # in the session's language
+    icon: str | None = None
+    nodes: list[dict[str, Any]] | None = None  # the drawn view: plain text nodes, never markup
+    empty: str | None = None  # the emptyState text, when the data source has nothing
 
 
 class PluginDataOut(Schema):
@@ -211,7 +223,9 @@ class TurnRowOut(Schema):
     narrativeText: str
     runtimes: list[dict[str, Any]]
     commit: dict[str, Any]
-    blocks: list[dict[str, Any]] = []  # ui.render blocks: [{id, type, data, meta}]
+    # ui.render blocks [{id, type, data, meta}], then the package message blocks
+    # (contributes.ui.message) drawn for this turn: {id, type: "ui.message", data, meta, nodes}
+    blocks: list[dict[str, Any]] = []
     error: str
     sourceTurnId: str | None = None
     createdAt: str

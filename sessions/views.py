@@ -24,6 +24,7 @@ from sessions import selectors as play_selectors
 from sessions import services
 from sessions.extensions import session_slots
 from sessions.models import Session
+from sessions.package_ui.selectors import session_package_ui
 from worlds import selectors
 from worlds.fields import FieldError
 from worlds.models import World
@@ -166,6 +167,9 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "forms": play_selectors.interaction_pending_list(session=session),
         "notifications": play_selectors.notice_recent_list(session=session),
         "ui_slots": session_slots(session=session),
+        "package_ui": session_package_ui(
+            session=session, turn_ids=[t.pk for t in turns], turns=turns
+        ),
     }
     return render(request, "sessions/session_detail.html", context, status=status)
 

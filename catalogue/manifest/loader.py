@@ -310,6 +310,9 @@ class _Loader:
         for key, what in (
             ("type", "a top-level type: (now kind)"),
             ("optional", "a top-level optional:"),
+            # The covel-plugins repository's format (covel-ai/covel-plugins).
+            ("name", "a top-level name: (now id)"),
+            ("pluginType", "pluginType: (now kind)"),
         ):
             if key in data:
                 marks.append((PLUGIN_FILE, f"/{key}", what))

@@ -529,6 +529,19 @@ function makeStore(call) {
     async getSession() {
       return toPython(call, "store.getSession", {});
     },
+    // Bundled (trusted) packages only, as in Covel; Python refuses community code by name.
+    async getWorld(worldId) {
+      return toPython(call, "store.getWorld", { worldId: worldId === undefined || worldId === null ? null : String(worldId) });
+    },
+    async listCharacters() {
+      return toPython(call, "store.listCharacters", {});
+    },
+    async getCharacter(characterId) {
+      return toPython(call, "store.getCharacter", { characterId: String(characterId) });
+    },
+    async listPlayerInputs() {
+      return toPython(call, "store.listPlayerInputs", {});
+    },
     async readTurnMessages(options = {}) {
       const limit = Math.min(Math.max(Number(options.limit ?? 100) || 100, 1), 500);
       return toPython(call, "store.readTurnMessages", { after: options.after ?? null, limit });

@@ -8,6 +8,7 @@ import { z } from "zod";
 export * from "./sdk/locale.mjs";
 export * from "./sdk/text.mjs";
 export * from "./sdk/review.mjs";
+export * from "./sdk/order.mjs";
 
 /** A coded tool failure; the host turns it into a failure the model can read. */
 export class ToolError extends Error {

@@ -417,6 +417,7 @@
         const data = JSON.parse(event.data);
         root.dataset.lastSeq = String(data.seq);
         handle(data.payload || {});
+        document.dispatchEvent(new CustomEvent(`play:${type}`, { detail: data.payload || {} }));
       });
     }
     // The jobs panel does not poll: job events on this stream refresh it, and so does every

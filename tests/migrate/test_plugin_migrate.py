@@ -147,8 +147,8 @@ BAD = {
     ),
     "unknown-field": (
         "runtimes/a/PLUGIN.md",
-        "---\ntype: agent\noutputKind: system\nschedule:\n  stage: post-turn\n---\nHi.\n",
-        "/outputKind",
+        "---\ntype: agent\nsummaryFocus: [narrative]\nschedule:\n  stage: post-turn\n---\nHi.\n",
+        "/summaryFocus",
         "no-current-equivalent",
     ),
     "broken-yaml": (
@@ -252,7 +252,11 @@ def test_command_json_reports_contracts_and_changes(tmp_path):
     assert ("rename", "runtimes/roll/PLUGIN.md", "runtimes/roll/RUNTIME.md") in actions
     assert ("create", None, "locales/zh.yaml") in actions
     contracts = {c["path"]: c for c in document["contracts"]}
-    assert "narrative-engine@2" in contracts["/requires/0"]["message"]
+    # narrative-engine@1 is provided by the bundled hub-narrative-v1 now; tabletop-check@1 by none.
+    assert "/requires/0" not in contracts
+    ledger = contracts["/io/inputs/tabletop/from/contract"]
+    assert ledger["file"] == "runtimes/ledger/RUNTIME.md"
+    assert "tabletop-check@1 is provided by no installed package" in ledger["message"]
 
 
 def test_command_bad_arguments_exit_2(tmp_path):

@@ -225,6 +225,26 @@ export const cases = {
     sdk.perspectiveError("自我介绍之后，你点头。", "second") ?? null,
     typeof sdk.perspectiveError("Mira nods to you.", "third"),
   ],
+  compareText: () =>
+    [
+      ["a", "b"],
+      ["b", "a"],
+      ["same", "same"],
+      ["Zed", "apple"],
+      ["\u00e9", "e\u0301"],
+      ["\uffff", "\u{1F600}"],
+      ["ab", "abc"],
+    ].map(([l, r]) => sdk.compareText(l, r)),
+  sortedByCompareText: () => ["b", "Zed", "\u{1F600}", "\uffff", "apple"].sort(sdk.compareText),
+  appendSummaryEntries: () => {
+    const e = (id) => ({ id, kind: "text", label: id, value: id });
+    return [
+      sdk.appendSummaryEntries(null, [e("a")]),
+      sdk.appendSummaryEntries({ entries: [e("a")] }, [e("b")]),
+      sdk.appendSummaryEntries({ entries: Array.from({ length: 15 }, (_, i) => e(`p${i}`)) }, [e("x"), e("y")]).entries.map((x) => x.id).slice(-2),
+      sdk.appendSummaryEntries({ other: 1 }, []),
+    ];
+  },
   existingHelpers: () => [
     sdk.seatCharacterIds("s1", [{ id: "c9", seatId: "s1" }], [{ id: "s1", currentCharacterId: "c1" }]),
     typeof sdk.tool,

@@ -273,42 +273,44 @@ def test_tool_parameters_become_json_schema_with_zod_4(results):
     assert schema["properties"]["n"]["minimum"] == 1
 
 
-# Covel's SDK index exports these values (types aside); a real package imports them by name.
+# Covel's SDK index exports these values (types aside); a real package imports them by name. The
+# list is checked in beside this test, copied from Covel's src/index.ts (its header says which copy).
+EXPORTS_FILE = Path(__file__).with_name("covel_sdk_exports.txt")
 COVEL_EXPORTS = [
-    "getToolContent",
-    "getPendingProposals",
-    "getEmittedEvents",
-    "withPendingProposals",
-    "withEmittedEvents",
-    "createNarrativeReview",
-    "outsideDialogue",
-    "perspectiveError",
-    "abortSignalWithTimeout",
-    "normalizeRequiredString",
-    "optionalString",
-    "optionalNumber",
-    "optionalInteger",
-    "splitList",
-    "compactRecord",
-    "readManualEntity",
-    "assertEntityEnvelope",
-    "pickLocaleText",
-    "makeProposal",
-    "shortId",
-    "shortIdBatch",
-    "wordId",
-    "wordSlug",
-    "labelText",
-    "translate",
-    "overlayPluginDataValue",
-    "overlayPluginDataRows",
-    "mentionedCharacterIds",
-    "resolveI18nText",
-    "resolveI18nDeep",
-    "isLocaleMap",
-    "isKnownLocale",
-    "localizedWorldText",
+    line.strip()
+    for line in EXPORTS_FILE.read_text().splitlines()
+    if line.strip() and not line.startswith("#")
 ]
+
+
+def test_the_sdk_exports_every_name_of_covels_index():
+    """The next export Covel adds fails here until the host's SDK has it too."""
+    script = f"const m = await import({json.dumps(SDK.as_uri())}); console.log(JSON.stringify(Object.keys(m)));"
+    run = subprocess.run(
+        [node_binary(), "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    ours = set(json.loads(run.stdout))
+    missing = [name for name in COVEL_EXPORTS if name not in ours]
+    assert missing == [], f"pluginhost/node/sdk.mjs lacks Covel exports {missing}"
+    assert len(COVEL_EXPORTS) == len(set(COVEL_EXPORTS)) >= 30
+
+
+def test_compare_text_orders_by_code_point_after_nfc(results):
+    # é precomposed equals e + combining acute; U+FFFF sorts before an astral character.
+    assert value(results, "compareText") == [-1, 1, 0, -1, 0, -1, -1]
+    assert value(results, "sortedByCompareText") == ["Zed", "apple", "b", "\uffff", "\U0001f600"]
+
+
+def test_append_summary_entries_keeps_earlier_providers_and_caps_at_16(results):
+    first, second, capped, other = value(results, "appendSummaryEntries")
+    assert [e["id"] for e in first["entries"]] == ["a"]
+    assert [e["id"] for e in second["entries"]] == ["a", "b"]
+    assert capped == ["p14", "x"]  # 15 earlier + 2 new, cut at 16: y is dropped
+    assert other == {"entries": []}
 
 
 def test_a_package_imports_every_export_by_name(make_package, host, callbacks):

@@ -87,6 +87,8 @@ class Command(BaseCommand):
             out.write(f"✗ {printable(str(plan.root))}: cannot migrate")
             for issue in plan.refusals:
                 out.write(f"  {printable(str(issue))}")
+            for issue in plan.findings:
+                out.write(f"  missing: {printable(str(issue))}")
             return
         diff = plan.diff()
         for line in diff.splitlines():
@@ -103,6 +105,8 @@ class Command(BaseCommand):
             )
         for issue in plan.contracts:
             out.write(f"  note: {printable(str(issue))}")
+        for issue in plan.findings:
+            out.write(f"  missing: {printable(str(issue))}")
         verdict = plan.verdict
         if verdict is not None and not verdict.ok:
             out.write("  the migrated package does not pass validation:")

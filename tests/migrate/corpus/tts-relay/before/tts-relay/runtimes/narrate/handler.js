@@ -1,0 +1,3 @@
+export default async function handler(ctx) {
+  return { outcome: "success", value: { clips: [] } };
+}
