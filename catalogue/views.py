@@ -44,6 +44,13 @@ def _usability(package_ids: list[str]) -> dict[str, Any]:
     return import_string(path)(package_ids=package_ids) if path else {}
 
 
+def _provenance(package_id: str) -> dict[str, Any] | None:
+    """Where an installed package came from (installs/, above the catalogue): a dotted path in
+    settings (COVEL_PACKAGE_PROVENANCE); None for a package nobody installed from the web."""
+    path = getattr(settings, "COVEL_PACKAGE_PROVENANCE", "")
+    return import_string(path)(package_id=package_id) if path else None
+
+
 def _page_number(value: str | None) -> int:
     try:
         return max(1, int(value or 1))
@@ -124,6 +131,7 @@ def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
         "graph": graph,
         "show_paths": request.user.is_staff,
         "usability": usability,
+        "provenance": _provenance(package.package_id),
         # A code-only package sends nothing to a model: its notes are not "what it tells" one.
         "tells_model": any(r["kind"] == "agent" for r in card["runtimes"]),
         "plain": package_plain_words(card=card, usability=usability),
