@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import current_app
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
@@ -16,15 +17,16 @@ from django.utils import timezone
 from installs.models import InstallJob
 from installs.services import InstallProblem
 
+RUN_JOB_TASK = "installs.run_job"
+
 
 def job_create(*, kind: str, params: dict[str, Any], actor: Any, send: bool = True) -> InstallJob:
     job = InstallJob.objects.create(
         kind=kind, params=params, created_by=actor if getattr(actor, "pk", None) else None
     )
     if send:
-        from installs.tasks import run_job
-
-        transaction.on_commit(lambda: run_job.delay(job.pk))
+        # By name, so the task module (which calls job_run) is not imported from here.
+        transaction.on_commit(lambda: current_app.tasks[RUN_JOB_TASK].apply_async(args=[job.pk]))
     return job
 
 

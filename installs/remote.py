@@ -376,8 +376,8 @@ def update_check(*, package_id: str, url: str | None = None) -> dict[str, Any]:
         location = gitsource.Location(
             location.remote, location.repository, location.ref, source["path"]
         )
-    tree = _fetch(location, commit, tracking.get("ref"))
-    entries = select(tree, source["path"])
+    # fetch_tree already keeps only the package's folder (the location's directory).
+    entries = _fetch(location, commit, tracking.get("ref"))
     facts = _inspect(entries)
     if facts["summary"]["id"] != package_id:
         raise InstallProblem(
