@@ -51,6 +51,13 @@ def _provenance(package_id: str) -> dict[str, Any] | None:
     return import_string(path)(package_id=package_id) if path else None
 
 
+def _available(query: str) -> list[dict[str, Any]]:
+    """Community-directory entries not installed yet, matching the search (installs/, above the
+    catalogue: COVEL_CATALOGUE_AVAILABLE). Shown on the first page only."""
+    path = getattr(settings, "COVEL_CATALOGUE_AVAILABLE", "")
+    return import_string(path)(q=query) if path else []
+
+
 def _page_number(value: str | None) -> int:
     try:
         return max(1, int(value or 1))
@@ -91,6 +98,7 @@ def package_list(request: HttpRequest) -> HttpResponse:
             for p in page.items
         ],
         "facets": facets,
+        "available": _available(filters.q) if page.page == 1 and not filters.tags else [],
         "contracts": contract_ids(),
         "kinds": ["plugin", "core"],
         "sources": Package.Source.choices,
