@@ -14,11 +14,15 @@ from installs.models import InstallJob
 pytestmark = pytest.mark.django_db
 
 
-def test_a_job_installs_from_a_preview_token_and_records_its_steps(hub_dirs, git_server, client, bob, django_capture_on_commit_callbacks):
+def test_a_job_installs_from_a_preview_token_and_records_its_steps(
+    hub_dirs, git_server, client, bob, django_capture_on_commit_callbacks
+):
     git_server.repo("pkgs")
     git_server.commit("pkgs", plugin_files("lantern"))
     client.force_login(bob)
-    preview = client.post("/installs/add/", {"what": "link", "url": f"{git_server.url}/pkgs.git"}).content.decode()
+    preview = client.post(
+        "/installs/add/", {"what": "link", "url": f"{git_server.url}/pkgs.git"}
+    ).content.decode()
     token = preview.split('name="token" value="', 1)[1].split('"', 1)[0]
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = client.post("/installs/add/confirm", {"token": token, "accept_risk": "yes"})
