@@ -107,3 +107,21 @@ def test_a_player_gets_403_and_an_anonymous_client_401(hub_dirs, client, alice):
 def test_a_missing_file_field_is_400(hub_dirs, staff):
     response = staff.post("/api/install/plugin", {})
     assert response.status_code == 400 and "file" in response.json()["message"]
+
+
+def test_the_installed_list_costs_the_same_queries_for_one_or_four_packages(hub_dirs, staff):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    upload(staff, make_zip(plugin_files("alpha")))
+    with CaptureQueriesContext(connection) as one:
+        assert staff.get("/installs/").status_code == 200
+    for name in ("beta", "gamma", "delta"):
+        upload(staff, make_zip(plugin_files(name)))
+    with CaptureQueriesContext(connection) as four:
+        page = staff.get("/installs/")
+    assert b"delta" in page.content
+    assert len(four) == len(one)
+    with CaptureQueriesContext(connection) as api:
+        assert len(staff.get("/api/install/plugins").json()["items"]) == 4
+    assert len(api) <= len(one)
