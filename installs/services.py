@@ -133,7 +133,8 @@ def installs_recover() -> list[str]:
         elif name.startswith(MARKER_PREFIX):
             marker = json.loads(child.read_text() or "{}")
             pid = int(marker.get("pid", 0))
-            if pid and _pid_alive(pid) and pid != os.getpid():
+            # A live process (this one too: another thread of a web process) is still at it.
+            if pid and _pid_alive(pid):
                 continue
             package_id, backup = marker.get("id", ""), marker.get("backup")
             row = Installation.objects.filter(package_id=package_id).first()
