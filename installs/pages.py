@@ -16,7 +16,13 @@ from django.conf import settings
 from installs import tokens
 from installs.archive import digest, read_zip
 from installs.bundle import inspect_entries
-from installs.services import REFUSALS, _problem, install_entries, reserved_ids
+from installs.services import (
+    REFUSALS,
+    InstallProblem,
+    _problem,
+    install_entries,
+    reserved_ids,
+)
 
 
 def _uploads() -> Path:
@@ -65,8 +71,13 @@ def zip_confirm(*, token: str, actor: Any) -> dict[str, Any]:
     except REFUSALS as exc:
         raise _problem(exc, "token") from exc
     upload = _uploads() / Path(plugin["source"]["upload"]).name
-    data = upload.read_bytes() if upload.is_file() else b""
-    entries = read_zip(data) if data else []
+    if not upload.is_file():
+        raise InstallProblem(
+            "the uploaded file of this preview is gone (installed or expired); upload it again",
+            status=409,
+            code="upload_gone",
+        )
+    entries = read_zip(upload.read_bytes())
     source = {"kind": "zip", "filename": plugin["source"]["filename"], "digest": digest(entries)}
     try:
         inspection, _ = install_entries(

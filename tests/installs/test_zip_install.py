@@ -125,3 +125,51 @@ def test_the_installed_list_costs_the_same_queries_for_one_or_four_packages(hub_
     with CaptureQueriesContext(connection) as api:
         assert len(staff.get("/api/install/plugins").json()["items"]) == 4
     assert len(api) <= len(one)
+
+
+def test_the_add_page_previews_an_uploaded_zip_before_writing_it(hub_dirs, staff):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    extra = "permissions:\n  http:\n    - origin: https://api.example.org\n      methods: [GET]\n"
+    data = make_zip(plugin_files("lantern", code=True, extra=extra))
+    page = staff.post("/installs/add/", {"what": "zip", "file": SimpleUploadedFile("l.zip", data)})
+    text = page.content.decode()
+    assert "Ada Author" in text and "https://api.example.org" in text and "server/index.js" in text
+    assert not (hub_dirs / "lantern").exists() and not Package.objects.exists()
+    token = text.split('name="zip_token" value="', 1)[1].split('"', 1)[0]
+    # Without ticking the box nothing happens.
+    staff.post("/installs/add/confirm", {"zip_token": token})
+    assert not (hub_dirs / "lantern").exists()
+    done = staff.post("/installs/add/confirm", {"zip_token": token, "accept_risk": "yes"})
+    assert done.status_code == 302 and done["Location"] == "/packages/lantern/"
+    assert Installation.objects.get(package_id="lantern").kind == "zip"
+    # The same token again: the upload is gone, nothing is installed twice.
+    again = staff.post(
+        "/installs/add/confirm", {"zip_token": token, "accept_risk": "yes"}, follow=True
+    )
+    assert Installation.objects.count() == 1
+    assert b"upload it again" in again.content
+
+
+def test_a_hostile_zip_on_the_add_page_names_the_entry(hub_dirs, staff):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = make_zip({**plugin_files("lantern"), "server/.covel-install.json": b"{}"})
+    page = staff.post("/installs/add/", {"what": "zip", "file": SimpleUploadedFile("l.zip", data)})
+    assert (
+        b"server/.covel-install.json" in page.content
+        and b"written by the installer" in page.content
+    )
+    assert not (hub_dirs / "lantern").exists() and not Package.objects.exists()
+
+
+def test_players_cannot_open_the_staff_pages(hub_dirs, client, alice):
+    assert client.get("/installs/add/").status_code == 302  # anonymous: sent to log in
+    client.force_login(alice)
+    for url in (
+        "/installs/",
+        "/installs/add/",
+        "/installs/packages/x/update/",
+        "/installs/packages/x/remove/",
+    ):
+        assert client.get(url).status_code == 403, url
