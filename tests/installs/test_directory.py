@@ -202,3 +202,18 @@ def test_only_staff_may_point_the_hub_at_a_directory(hub_dirs, client, alice, tm
         ).status_code
         == 403
     )
+
+
+def test_a_schema_with_an_unknown_keyword_fails_closed(hub_dirs, tmp_path):
+    from installs.directory import EntryRefused, validate
+
+    with pytest.raises(EntryRefused, match="unsupported keyword format"):
+        validate({"type": "string", "format": "uri"}, "x", "entry")
+    folder = write_directory(tmp_path / "dir", {"lantern.json": entry("lantern")})
+    schema = {
+        **SCHEMA,
+        "properties": {**SCHEMA["properties"], "id": {"type": "string", "maxLength": 3}},
+    }
+    (folder / "registry" / "schema.json").write_text(json.dumps(schema))
+    source = directory_source_set(kind="folder", location=str(folder))
+    assert source.entries.count() == 0 and "maxLength" in source.problems[0]["message"]
