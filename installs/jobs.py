@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import current_app
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
@@ -26,7 +27,11 @@ def job_create(*, kind: str, params: dict[str, Any], actor: Any, send: bool = Tr
     )
     if send:
         # By name, so the task module (which calls job_run) is not imported from here.
-        transaction.on_commit(lambda: current_app.tasks[RUN_JOB_TASK].apply_async(args=[job.pk]))
+        # On the queue deployments give jobs (COVEL_JOBS_QUEUE; None is Celery's default).
+        queue = settings.COVEL_JOBS_QUEUE or None
+        transaction.on_commit(
+            lambda: current_app.tasks[RUN_JOB_TASK].apply_async(args=[job.pk], queue=queue)
+        )
     return job
 
 
