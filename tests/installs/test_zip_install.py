@@ -173,3 +173,16 @@ def test_players_cannot_open_the_staff_pages(hub_dirs, client, alice):
         "/installs/packages/x/remove/",
     ):
         assert client.get(url).status_code == 403, url
+
+
+def test_installed_code_is_unusable_until_staff_approve_it(hub_dirs, staff, bob):
+    from approvals.selectors import package_usability
+    from approvals.services import approval_decide
+
+    assert upload(staff, make_zip(plugin_files("lantern", code=True))).status_code == 201
+    waiting = package_usability(package_id="lantern")
+    assert not waiting.usable and waiting.state == "pending"
+    approval_decide(
+        request_id=approval_current(package_key="lantern").pk, decision="allow", actor=bob
+    )
+    assert package_usability(package_id="lantern").usable
