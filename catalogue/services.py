@@ -911,3 +911,33 @@ def errors_as_text(errors: list[Mapping[str, str]]) -> list[str]:
         f"{e.get('file', '')}:{e.get('path', '')} {e.get('message', '')} [{e.get('code', '')}]"
         for e in errors
     ]
+
+
+# --- One package at a time (the installs app) ------------------------------------------------
+
+
+def package_sync_one(*, path: Path, source: str = Package.Source.COMMUNITY) -> Package:
+    """Index one package folder now, as a full sync would (its approval request in the same
+    transaction, then the code check), without walking the other folders. The caller checks
+    that no other folder claims the id (a full sync's precedence rule)."""
+    host_version = settings.COVEL_HOST_VERSION
+    with sync_lock():
+        result = _load(path, host_version)
+        with transaction.atomic():
+            package = package_index(
+                result=result,
+                source=source,
+                content_hash=package_content_hash(path=path),
+                host_version=host_version,
+            )
+            if package.trust == Package.Trust.COMMUNITY:
+                _request_approval(package)
+    _code_checks([(package, result.manifest)])
+    return package
+
+
+def package_remove(*, package_id: str) -> bool:
+    """Drop a package's catalogue rows (its files are the caller's); approvals keep their
+    journal (their rows point at the package with SET_NULL)."""
+    deleted, _ = Package.objects.filter(package_id=package_id).delete()
+    return bool(deleted)

@@ -44,6 +44,20 @@ def _usability(package_ids: list[str]) -> dict[str, Any]:
     return import_string(path)(package_ids=package_ids) if path else {}
 
 
+def _provenance(package_id: str) -> dict[str, Any] | None:
+    """Where an installed package came from (installs/, above the catalogue): a dotted path in
+    settings (COVEL_PACKAGE_PROVENANCE); None for a package nobody installed from the web."""
+    path = getattr(settings, "COVEL_PACKAGE_PROVENANCE", "")
+    return import_string(path)(package_id=package_id) if path else None
+
+
+def _available(query: str) -> list[dict[str, Any]]:
+    """Community-directory entries not installed yet, matching the search (installs/, above the
+    catalogue: COVEL_CATALOGUE_AVAILABLE). Shown on the first page only."""
+    path = getattr(settings, "COVEL_CATALOGUE_AVAILABLE", "")
+    return import_string(path)(q=query) if path else []
+
+
 def _page_number(value: str | None) -> int:
     try:
         return max(1, int(value or 1))
@@ -84,6 +98,7 @@ def package_list(request: HttpRequest) -> HttpResponse:
             for p in page.items
         ],
         "facets": facets,
+        "available": _available(filters.q) if page.page == 1 and not filters.tags else [],
         "contracts": contract_ids(),
         "kinds": ["plugin", "core"],
         "sources": Package.Source.choices,
@@ -124,6 +139,7 @@ def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
         "graph": graph,
         "show_paths": request.user.is_staff,
         "usability": usability,
+        "provenance": _provenance(package.package_id),
         # A code-only package sends nothing to a model: its notes are not "what it tells" one.
         "tells_model": any(r["kind"] == "agent" for r in card["runtimes"]),
         "plain": package_plain_words(card=card, usability=usability),

@@ -17,6 +17,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from approvals.api import router as approvals_router
 from catalogue.api import router as catalogue_router
 from core.errors import ApiError, error_body, issue, pointer
+from installs.api import router as installs_router
 from jobs.api import router as jobs_router
 from pluginhost.api import router as pluginhost_router
 from sessions.api import router as sessions_router
@@ -32,6 +33,7 @@ api.add_router("", pluginhost_router)
 api.add_router("", sources_router)
 api.add_router("", sessions_router)
 api.add_router("", jobs_router)
+api.add_router("", installs_router)
 
 # ninja's HttpError carries a status and a message only: the code follows from the status.
 HTTP_CODES = {

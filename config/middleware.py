@@ -42,7 +42,9 @@ def _nul_pointer(request: HttpRequest) -> str | None:
     for name, values in request.GET.lists():
         if NUL in name or any(NUL in v for v in values):
             return pointer(["query", name])
-    if request.body and b"\\u0000" in request.body and "json" in request.content_type:
+    # JSON bodies only: reading a multipart upload's body here would refuse any file over
+    # DATA_UPLOAD_MAX_MEMORY_SIZE (the install API takes ZIPs up to 20 MiB).
+    if "json" in request.content_type and request.body and b"\\u0000" in request.body:
         try:
             found = _in_json(json.loads(request.body), ["body"])
         except ValueError:

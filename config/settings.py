@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "jobs",
     "sources",
     "sessions.apps.PlayConfig",
+    "installs",
 ]
 
 MIDDLEWARE = [
@@ -205,7 +206,15 @@ STATICFILES_DIRS = [
 # (the user's ~/.covel/plugins, extra community folders) holds community code that needs approval.
 COVEL_BUNDLED_PLUGINS_DIR = Path(env_str("COVEL_BUNDLED_PLUGINS_DIR", str(BASE_DIR / "plugins")))
 COVEL_USER_PLUGINS_DIR = Path(env_str("COVEL_USER_PLUGINS_DIR", "~/.covel/plugins")).expanduser()
-COVEL_COMMUNITY_PLUGIN_DIRS = env_paths("COVEL_COMMUNITY_PLUGIN_DIRS")
+# Packages installed from the web or `manage.py plugin_install` (installs/): community code,
+# read after the configured community folders, so a copied folder keeps its id.
+COVEL_INSTALLED_PLUGINS_DIR = Path(
+    env_str("COVEL_INSTALLED_PLUGINS_DIR", str(VAR_DIR / "installed-plugins"))
+)
+COVEL_COMMUNITY_PLUGIN_DIRS = [
+    *env_paths("COVEL_COMMUNITY_PLUGIN_DIRS"),
+    COVEL_INSTALLED_PLUGINS_DIR,
+]
 COVEL_WORLD_DIRS = [BASE_DIR / "world-packages", *env_paths("COVEL_WORLD_DIRS")]
 COVEL_SOURCE_PLUGIN_DIRS = [BASE_DIR / "source-plugins", *env_paths("COVEL_SOURCE_PLUGIN_DIRS")]
 # The Covel host version this hub stands in for when checking a package's `covel` range.
@@ -216,6 +225,9 @@ COVEL_HOST_VERSION = env_str("COVEL_HOST_VERSION", "0.1.0")
 COVEL_APPROVAL_REQUEST = "approvals.services.approval_request_sync"
 COVEL_APPROVAL_SEEN_HASHES = "approvals.selectors.approval_seen_hashes"
 COVEL_PACKAGES_USABILITY = "approvals.selectors.packages_usability"
+# The package page's "installed from" and "update available" (installs/, above the catalogue).
+COVEL_PACKAGE_PROVENANCE = "installs.selectors.package_provenance"
+COVEL_CATALOGUE_AVAILABLE = "installs.selectors.catalogue_available"
 # Does a synced package's code load (bundled/approved: imported; unapproved: parsed only)?
 COVEL_PACKAGE_CODE_CHECKS = "pluginhost.codecheck.package_code_checks"
 COVEL_SOURCE_PLUGIN_LOADER = "sources.manifest.load_source_plugin"
@@ -328,6 +340,11 @@ CELERY_BEAT_SCHEDULE: dict = {
     },
     # Starts due source-plugin jobs (sources/services.py); a job starts at most 5 s late.
     "sources-dispatch-jobs": {"task": "sources.dispatch_jobs", "schedule": 5.0},
+    # Looks for newer commits of packages installed from git (installs/tasks.py).
+    "installs-check-updates": {
+        "task": "installs.check_updates",
+        "schedule": float(env_int("COVEL_INSTALL_CHECK_SECONDS", 6 * 3600)),
+    },
 }
 CELERY_TIMEZONE = "UTC"
 # Beat's schedule state lives with the hub's other state, not in the checkout (run.sh passes it).

@@ -24,6 +24,7 @@ urlpatterns = [
     path("sources/", include("sources.urls")),
     path("sessions/", include("sessions.urls")),
     path("jobs/", include("jobs.urls")),
+    path("installs/", include("installs.urls")),
     path("", include("catalogue.urls")),
 ]
 
