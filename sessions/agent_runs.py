@@ -12,15 +12,12 @@ from typing import Any
 
 from catalogue.manifest.types import Manifest
 from sessions import hooks, selectors
-from sessions.callbacks import SessionCallbacks
 from sessions.forms import form_normalise
-from sessions.models import Turn
 from sessions.operations import proposal_ops
 from sessions.planner import PlannedRuntime
 from sessions.runtime_context import agent_activation, runtime_seed
 from sessions.staged_writes import tool_proposals_stage
-from sessions.turn_state import FAILED, SUCCEEDED, RuntimeResult, TurnState
-from worlds.services import user_settings_for
+from sessions.turn_state import FAILED, SKIPPED, SUCCEEDED, RuntimeResult, TurnState
 
 
 def agent_run(
@@ -35,14 +32,17 @@ def agent_run(
     from agents.tools import event_directory, service_providers
 
     runtime = planned.manifest
-    user_settings = user_settings_for(package_id=planned.package, session=state.session)
+    refused = state.store.agent_refused(manifest, runtime)
+    if refused is not None:
+        result.status, result.code, result.reason = SKIPPED, "mock-skipped", refused
+        return
+    user_settings = state.store.user_settings(planned.package)
     stream = StoryStream(state, planned) if runtime.visibility == "story" else None
     bounds = (runtime.data.get("agent") or {}).get("history") or {}  # none: the whole game
     history, compacted = _agent_history(state, planned, bounds.get("maxTurns"), result)
     context = AgentRuntimeContext(
         data=OverlayData(overlay=state.overlay, runtime=planned.runtime),
-        callbacks_for=lambda plugin: SessionCallbacks(
-            session=state.session,
+        callbacks_for=lambda plugin: state.store.callbacks(
             package=plugin,
             runtime=planned.runtime,
             overlay=state.overlay,
@@ -76,7 +76,13 @@ def agent_run(
         proposal_ops=proposal_ops,
         hooks=hooks.agent_hooks(state, planned),
     )
-    run = run_agent_runtime(manifest=manifest, runtime=runtime, context=context)
+    run = run_agent_runtime(
+        manifest=manifest,
+        runtime=runtime,
+        context=context,
+        endpoint=state.store.agent_endpoint(runtime, user_settings),
+    )
+    state.store.agent_ran(planned.runtime, run)
     result.warnings += list(run.warnings)
     if stream is not None:
         stream.flush()
@@ -126,13 +132,14 @@ def _extension_segments(
 
     if state.segments is None:
         failures: list[dict[str, Any]] = []
-        state.segments = extensions.static_segments(state.active) + extensions.prompt_segments(
-            session=state.session,
+        state.segments = extensions.static_segments(state.active) + state.store.prompt_segments(
             active=state.active,
             turn_id=str(state.turn.pk),
-            player_message=state.request.message,
+            message=state.request.message,
             world=state.world,
             failures=failures,
+            runtime=planned.runtime,
+            overlay=state.overlay,
         )
         _extension_failed(state, failures, result)
     output = (planned.manifest.data.get("io") or {}).get("output") or {}
@@ -157,20 +164,14 @@ def _agent_history(
     from sessions import extensions
 
     if state.extended_history is None:
-        state.extended_history = extensions.history_extended(
-            session=state.session, active=state.active
-        )
+        state.extended_history = state.store.history_extended(state.active)
     if not state.extended_history or max_turns == 0:
         return _history(state, max_turns=max_turns), None
     failures: list[dict[str, Any]] = []
     turns, compacted = extensions.agent_history(
         session=state.session,
         active=state.active,
-        rows=Turn.objects.filter(
-            session_id=state.session.pk, kind=Turn.Kind.PLAYER, status=Turn.Status.COMMITTED
-        )
-        .order_by("created_at")
-        .values_list("pk", "player_message", "narrative_text", "created_at"),
+        rows=state.store.history_log(),
         system_prompt=planned.manifest.prompt,
         turn_id=str(state.turn.pk),
         compact=not state.compacted,
@@ -195,19 +196,13 @@ def _history(state: TurnState, *, max_turns: int | None = None) -> list[Any]:
 
     if max_turns == 0:
         return []
-    query = (
-        Turn.objects.filter(
-            session_id=state.session.pk, kind=Turn.Kind.PLAYER, status=Turn.Status.COMMITTED
-        )
-        .order_by("-created_at")
-        .values_list("player_message", "narrative_text")
-    )
+    window = None
     if max_turns is not None and (
         state.hooks.wants("PreCompaction") or state.hooks.wants("PostCompaction")
     ):
-        max_turns = hooks.history_window(state, query.count(), max_turns)
-    rows = list(query if max_turns is None else query[:max_turns])
-    rows.reverse()
+        limit = max_turns
+        window = lambda total: hooks.history_window(state, total, limit)  # noqa: E731
+    rows = state.store.history_rows(max_turns, window)
     return [
         PromptTurn(
             messages=tuple(

@@ -1,29 +1,24 @@
 """The turn's detached runtimes, deferred as jobs inside its commit (both or neither).
 
-jobs.services.job_defer is the one function through which detached runtimes leave the turn;
-each job carries the inputs the turn froze for it, and its id goes on the runtime's result.
+Each job carries the inputs the turn froze for it (and the event that woke it); the store
+creates the job rows (jobs.services.job_defer for the database, the one function through which
+detached runtimes leave a turn) and each id goes on its runtime's result.
 """
 
 from __future__ import annotations
 
 from catalogue.manifest.types import thaw
-from sessions.models import Session
 from sessions.runtime_context import trigger_event
 from sessions.turn_state import TurnState
+from sessions.turn_store import DeferredJob
 
 
-def jobs_defer(state: TurnState, session: Session) -> list[str]:
-    """One RuntimeJob per detached runtime the stages deferred; their public ids."""
-    if not state.jobs:
-        return []
-    from jobs.services import job_defer
-
-    ids = []
-    for planned in state.jobs:
-        job = job_defer(
-            session_id=session.pk,
-            plugin_id=planned.package,
-            runtime_id=planned.runtime,
+def jobs_defer(state: TurnState) -> list[str]:
+    """Defer every detached runtime the stages set aside; their jobs' public ids."""
+    jobs = [
+        DeferredJob(
+            plugin=planned.package,
+            runtime=planned.runtime,
             source_turn=str(state.turn.pk),
             inputs={
                 "inputs": state.job_inputs.get(planned.runtime, {}),
@@ -38,6 +33,9 @@ def jobs_defer(state: TurnState, session: Session) -> list[str]:
             detached=thaw(planned.detached),
             package_version=state.installed[planned.package].version,
         )
-        state.results[planned.runtime].job_id = str(job.job_id)
-        ids.append(str(job.job_id))
+        for planned in state.jobs
+    ]
+    ids = state.store.jobs_defer(jobs)
+    for planned, job_id in zip(state.jobs, ids, strict=True):
+        state.results[planned.runtime].job_id = job_id
     return ids

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from catalogue.manifest.types import Manifest, RuntimeManifest
+from pluginhost.callbacks import HostCallbacks
 from pluginhost.errors import CallbackRefused, PluginHostError
 from pluginhost.services import function_timeout, plugin_function_call
-from sessions.callbacks import SessionCallbacks
 from sessions.planner import PlannedRuntime
 from sessions.proposals import ProposalRefused, effects_proposals
 from sessions.runtime_checks import effects_take, output_problem
@@ -35,7 +35,7 @@ from sessions.turn_state import (
 
 def run_callbacks(
     state: TurnState, planned: PlannedRuntime, frame: Frame | None = None
-) -> SessionCallbacks:
+) -> HostCallbacks:
     """The callbacks of one run. With a frame, ctx.recursiveCall is served; a nested run
     reads and writes as its owner and its emitted events wait for the owner's success."""
 
@@ -49,8 +49,7 @@ def run_callbacks(
         assert frame is not None
         return _recurse(state, frame, **call)
 
-    return SessionCallbacks(
-        session=state.session,
+    return state.store.callbacks(
         package=planned.package,
         runtime=frame.owner if frame is not None else planned.runtime,
         overlay=state.overlay,

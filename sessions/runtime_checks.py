@@ -15,7 +15,6 @@ from typing import Any
 from jsonschema import exceptions as schema_exceptions
 
 from catalogue.manifest.types import Manifest, RuntimeManifest
-from sessions import selectors
 from sessions.forms import form_normalise
 from sessions.planner import PlannedRuntime
 from sessions.schema_files import schema_validator
@@ -124,8 +123,7 @@ def forms_checked(
         )
         interaction_id = str(entry["interactionId"]) if not problem else ""
         if not problem and (
-            interaction_id in taken
-            or selectors.interaction_exists(session=state.session, interaction_id=interaction_id)
+            interaction_id in taken or state.store.interaction_exists(interaction_id)
         ):
             problem = (
                 f"at {base}/interactionId: {interaction_id!r} is already used in this "

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from catalogue.manifest.types import Manifest
-from sessions import selectors
 from sessions.inputs import bind_inputs, committed_sources, staged_operations
 from sessions.models import Turn
+from sessions.operations import MISSING
 from sessions.planner import PlannedRuntime
 from sessions.turn_state import TurnState
 
@@ -28,9 +28,9 @@ def runtime_inputs(
     for plugin, record_as in committed_sources(
         manifest=manifest, runtime=planned.manifest, active=state.active
     ):
-        row = selectors.export_latest(session=state.session, plugin=plugin, record_as=record_as)
-        if row is not None:
-            committed[(plugin, record_as)] = row.value
+        value = state.store.export_latest(plugin, record_as)
+        if value is not MISSING:
+            committed[(plugin, record_as)] = value
     binding = bind_inputs(
         manifest=manifest,
         runtime=planned.manifest,

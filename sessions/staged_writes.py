@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.utils import timezone
-
 from sessions.errors import WriteRefused
 from sessions.planner import PlannedRuntime
 from sessions.proposals import (
@@ -60,7 +58,7 @@ def writes_stage(
             staged.append((namespace, op["key"], list(op.get("ops") or [])))
         elif kind == "delete":
             staged.append((namespace, op["key"], [{"op": "delete"}]))
-    now = timezone.now().isoformat()
+    now = state.store.now()
     overlay = state.overlay
     staged.extend(batch.writes)
     staged.extend(lore_writes(overlay, runtime=owner, plugin=package, lore=batch.lore, now=now))

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
-from core.sql import insert
-from eventlog.services import event_append
 from sessions import hooks
 from sessions.deferred_jobs import jobs_defer
-from sessions.models import Interaction, PluginData, RecordedExport, Session, Turn
+from sessions.models import Interaction, Session, Turn
 from sessions.operations import MISSING
 from sessions.turn_state import DROPPED, SUCCEEDED, LeaseLost, TurnState
 
@@ -31,16 +28,9 @@ def turn_commit(state: TurnState, *, session_locked: bool = False) -> dict[str, 
     hooks.pre_state_commit(state)
     committed_sources = hooks.state_commit_sources(state)
     story = [rid for rid, r in state.results.items() if r.story]
-    # No savepoint inside a caller's transaction (a job's commit): a failure here rolls
-    # that whole transaction back anyway.
-    with transaction.atomic(savepoint=False):
-        if session_locked:
-            session = state.session
-        else:
-            # NO KEY UPDATE, the mode every session-row lock here takes (event appends
-            # included): it leaves other transactions' foreign-key checks free, so none can
-            # deadlock on it.
-            session = Session.objects.select_for_update(no_key=True).get(pk=state.session.pk)
+    store = state.store
+    with store.commit_transaction():
+        session = store.session_for_commit(locked=session_locked)
         # A background commit holds the row lock only: it never waits for a player's turn,
         # and a stored value it moves is exactly what that turn's commit re-checks.
         if state.token is not None and session.lock_token != state.token:
@@ -53,10 +43,28 @@ def turn_commit(state: TurnState, *, session_locked: bool = False) -> dict[str, 
             elif result is not None:
                 # The story stays (it already reached the player); only its writes are lost.
                 result.reason = f"its writes were not saved: {dropped.message}"
-        changes = _plugin_data_write(session, outcome.values)
+        store.plugin_data_write(outcome.values)
+        changes = [
+            {
+                "plugin": plugin,
+                "namespace": namespace,
+                "key": key,
+                "value": None if value is MISSING else value,
+                "deleted": value is MISSING,
+            }
+            for (plugin, namespace, key), value in outcome.values.items()
+        ]
         kept = set(outcome.kept)
-        _exports_record(state, session, kept)
-        job_ids = jobs_defer(state, session)
+        for plugin, runtime, record_as, value in state.exports:
+            if runtime in kept and state.results[runtime].status == SUCCEEDED:
+                store.export_record(
+                    plugin=plugin,
+                    runtime=runtime,
+                    record_as=record_as,
+                    value=value,
+                    turn=state.turn,
+                )
+        job_ids = jobs_defer(state)
         _session_update(state, session)
         commit_info = {
             "written": [
@@ -83,16 +91,9 @@ def turn_commit(state: TurnState, *, session_locked: bool = False) -> dict[str, 
         turn.results = [state.results[r].as_dict() for r in state.order]
         turn.commit = commit_info
         turn.finished_at = timezone.now()
-        if turn._state.adding:
-            insert(turn)  # a background turn's row is new: one plain INSERT
-        else:
-            turn.save()
+        store.turn_save(turn)
         if changes:
-            event_append(
-                session_id=session.pk,
-                type="plugin-data.changed",
-                payload={"turnId": str(turn.pk), "changes": changes},
-            )
+            store.append_event("plugin-data.changed", {"turnId": str(turn.pk), "changes": changes})
         for dropped in outcome.dropped:
             state.emit("runtime.status", state.results[dropped.runtime].as_dict())
         state.release_events()
@@ -101,50 +102,9 @@ def turn_commit(state: TurnState, *, session_locked: bool = False) -> dict[str, 
             state.emit("narrative", {"runtime": state.narrative_source, "text": story_text})
         for block in turn.blocks:
             state.emit("ui.rendered", {"block": block})
-        _asks_commit(state, session, kept)
+        _asks_commit(state, kept)
     hooks.post_state_commit(state, committed_sources, kept)
     return commit_info
-
-
-def _plugin_data_write(session: Session, values: dict[Any, Any]) -> list[dict[str, Any]]:
-    """The kept values as PluginData rows (MISSING deletes); the changes, as events say them."""
-    changes = []
-    for (plugin, namespace, key), value in values.items():
-        if value is MISSING:
-            PluginData.objects.filter(
-                session=session, plugin_id=plugin, namespace=namespace, key=key
-            ).delete()
-        else:
-            PluginData.objects.update_or_create(
-                session=session,
-                plugin_id=plugin,
-                namespace=namespace,
-                key=key,
-                defaults={"value": value},
-            )
-        changes.append(
-            {
-                "plugin": plugin,
-                "namespace": namespace,
-                "key": key,
-                "value": None if value is MISSING else value,
-                "deleted": value is MISSING,
-            }
-        )
-    return changes
-
-
-def _exports_record(state: TurnState, session: Session, kept: set[str]) -> None:
-    for plugin, runtime, record_as, value in state.exports:
-        if runtime in kept and state.results[runtime].status == SUCCEEDED:
-            RecordedExport.objects.create(
-                session=session,
-                plugin_id=plugin,
-                runtime_id=runtime,
-                record_as=record_as,
-                value=value,
-                turn=state.turn,
-            )
 
 
 def _session_update(state: TurnState, session: Session) -> None:
@@ -171,7 +131,7 @@ def _session_update(state: TurnState, session: Session) -> None:
             # The first committed player turn ends the setup phase (setup runtimes ran on it).
             update["phase"] = Session.Phase.PLAYING
     if update:
-        Session.objects.filter(pk=session.pk).update(**update)
+        state.store.session_update(update)
     for key, value in update.items():
         setattr(state.session, key, value)
 
@@ -207,18 +167,17 @@ def _kept_blocks(state: TurnState, kept: set[str]) -> list[dict[str, Any]]:
     return blocks
 
 
-def _asks_commit(state: TurnState, session: Session, kept: set[str]) -> None:
+def _asks_commit(state: TurnState, kept: set[str]) -> None:
     """The forms and notifications of the runtimes that succeeded and kept their writes."""
     for rid in state.order:
         result = state.results[rid]
         if rid not in kept or result.status != SUCCEEDED:
             continue
         for interaction_id, form in state.asks.forms.get(rid, []):
-            Interaction.objects.create(
-                session=session,
-                source_turn=state.turn,
-                plugin_id=result.package,
-                runtime_id=rid,
+            state.store.interaction_create(
+                turn=state.turn,
+                plugin=result.package,
+                runtime=rid,
                 interaction_id=interaction_id,
                 form=form,
             )

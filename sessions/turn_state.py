@@ -16,14 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalogue.manifest.types import Manifest, RuntimeManifest
-from eventlog.services import event_append
-from sessions import hooks, selectors
-from sessions.locks import session_lock_renew
-from sessions.models import PluginData, Session, Turn
-from sessions.operations import MISSING, TurnOverlay, datasets_of
+from sessions.models import Session, Turn
+from sessions.operations import TurnOverlay, datasets_of
 from sessions.planner import PlannedRuntime
 from sessions.resolver import Resolution
-from worlds.services import user_settings_for
+from sessions.turn_store import DatabaseStore, TurnStore
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -165,8 +162,12 @@ class TurnState:
         installed: Mapping[str, Manifest],
         request: TurnRequest,
         token: str | None,
+        store: TurnStore | None = None,
     ) -> None:
         self.session = session
+        # Where the turn reads and writes: the session's rows unless told otherwise (the
+        # offline runtime cases run the same steps over sessions.memory_store).
+        self.store: TurnStore = store if store is not None else DatabaseStore(session)
         self.turn = turn
         self.resolution = resolution
         self.installed = installed
@@ -190,7 +191,7 @@ class TurnState:
         self.asks = Asks()
         self.jobs: list[PlannedRuntime] = []  # detached runtimes, deferred by the commit
         self.job_inputs: dict[str, dict[str, Any]] = {}
-        self.world = self._world()
+        self.world = self.store.world()
         self.user_settings: dict[str, dict[str, Any]] = {}
         # Extension points (sessions.extensions): segments collected and compaction asked
         # once a turn; whether the agent history goes through them at all.
@@ -205,8 +206,7 @@ class TurnState:
         )
         # Lifecycle hooks of the active packages (sessions/hooks.py); its log is the turn's
         # record of hook aborts and failures.
-        self.hooks = hooks.HookDispatcher(
-            session=session,
+        self.hooks = self.store.hook_dispatcher(
             manifests=self.active,
             turn_id=str(turn.pk),
             emit=self.emit,
@@ -220,39 +220,10 @@ class TurnState:
     # -------------------------------------------------------------- stored data
 
     def stored(self, plugin: str, namespace: str, key: str) -> Any:
-        row = (
-            PluginData.objects.filter(
-                session_id=self.session.pk, plugin_id=plugin, namespace=namespace, key=key
-            )
-            .only("value")
-            .first()
-        )
-        return MISSING if row is None else row.value
+        return self.store.stored(plugin, namespace, key)
 
     def stored_list(self, plugin: str, namespace: str) -> dict[str, Any]:
-        return dict(
-            PluginData.objects.filter(
-                session_id=self.session.pk, plugin_id=plugin, namespace=namespace
-            ).values_list("key", "value")
-        )
-
-    def _world(self) -> dict[str, Any]:
-        world = self.session.world
-        return {
-            "id": world.world_id,
-            "name": world.display_name,
-            "description": world.description,
-            # As the last good sync of characters/characters.json stored them, with the
-            # session's own (character.upsert) over them.
-            "characters": selectors.session_characters(session=self.session),
-            # The character field definitions, under the spec's name (data/world.data.yaml).
-            "characterSchema": list(world.character_schema or []),
-            # The world's data/lorebook.yaml, then the session lore packages wrote
-            # (lorebook.upsert), as Covel's context lists its session lorebook.
-            "lorebook": [*(world.lorebook or []), *selectors.session_lore(session=self.session)],
-            # Read when the turn starts, so a switched current character shows from the next turn.
-            "seats": list(self.session.seats or []),
-        }
+        return self.store.stored_list(plugin, namespace)
 
     def settings_of(self, package_id: str) -> dict[str, Any]:
         """ctx.userSettings of a package, resolved once per turn; no query for a package that
@@ -261,7 +232,7 @@ class TurnState:
             manifest = self.installed.get(package_id)
             declared = manifest is not None and bool(manifest.contributes.get("settings"))
             self.user_settings[package_id] = (
-                user_settings_for(package_id=package_id, session=self.session) if declared else {}
+                self.store.user_settings(package_id) if declared else {}
             )
         return self.user_settings[package_id]
 
@@ -270,7 +241,7 @@ class TurnState:
     def emit(self, type: str, payload: Mapping[str, Any]) -> None:
         event = {"turnId": str(self.turn.pk), **payload}
         if self.held_events is None:
-            event_append(session_id=self.session.pk, type=type, payload=event)
+            self.store.append_event(type, event)
         elif not (type == "runtime.status" and payload.get("status") == "running"):
             self.held_events.append((type, event))  # "running" is moot by the commit
 
@@ -278,7 +249,7 @@ class TurnState:
         """Write the held events (inside the commit); later ones go straight to the stream."""
         held, self.held_events = self.held_events, None
         for type, event in held or []:
-            event_append(session_id=self.session.pk, type=type, payload=event)
+            self.store.append_event(type, event)
 
     def plugin_event(self, planned: PlannedRuntime, topic: str, payload: Mapping[str, Any]) -> None:
         """A runtime emitted an event: it may wake event-triggered runtimes later this turn."""
@@ -302,14 +273,14 @@ class TurnState:
             self.order.append(result.runtime)
         self.emit("runtime.status", result.as_dict())
         if self.token is not None:
-            session_lock_renew(session_id=self.session.pk, token=self.token)
+            self.store.lease_renew(self.token)
 
     def statuses(self) -> dict[str, str]:
         return {rid: r.status for rid, r in self.results.items()}
 
     def record_hooks(self) -> None:
         """Save the hook log again (a PostStateCommit hook failed after the turn row was saved)."""
-        Turn.objects.filter(pk=self.turn.pk).update(commit=self.turn.commit)
+        self.store.hooks_record(self.turn)
 
     def summary(self) -> dict[str, Any]:
         return {
