@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_POST
 
+from catalogue import callouts
 from catalogue.graph import contract_graph_svg
 from catalogue.models import ExternalLink, Package
 from catalogue.plain import package_plain_words
@@ -39,9 +38,8 @@ PAGE_SIZE = 20
 
 def _usability(package_ids: list[str]) -> dict[str, Any]:
     """May sessions use each package (approval state)? Approvals sits above the catalogue, so
-    its answer comes through a dotted path in settings (COVEL_PACKAGES_USABILITY)."""
-    path = getattr(settings, "COVEL_PACKAGES_USABILITY", "")
-    return import_string(path)(package_ids=package_ids) if path else {}
+    its answer comes through the slot approvals registers (catalogue/callouts.py)."""
+    return callouts.packages_usability.get()(package_ids=package_ids)
 
 
 def _page_number(value: str | None) -> int:
