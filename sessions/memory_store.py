@@ -16,7 +16,6 @@ offline case changes on purpose is said here:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -89,8 +88,9 @@ class MemoryStore:
         phase: str,
     ) -> None:
         world = World(world_id="mock-world", name="Mock world", description="")
+        # The ids a case's ctx shows (sessionId "mock-session"): never saved, so never a UUID.
         self.session = Session(
-            id=uuid.uuid4(), world=world, phase=phase, locale="en", trigger_ledger={}
+            id="mock-session", world=world, phase=phase, locale="en", trigger_ledger={}
         )
         self.under_test = under_test
         self.installed = installed
