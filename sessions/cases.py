@@ -411,8 +411,7 @@ def _job_turn(
 ) -> TurnState:
     """A deferred runtime as sessions/background.py runs it: a background turn with the inputs
     its source turn froze, committed only when it succeeds."""
-    runtime = installed[job.plugin].runtime(job.runtime.split("/")[-1])
-    assert runtime is not None
+    runtime = next(r for r in installed[job.plugin].runtimes if r.qualified_id == job.runtime)
     frozen = dict(job.inputs)
     request = TurnRequest(
         turn_id=f"mock-job-{job.runtime}",  # type: ignore[arg-type]  # never saved
