@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
 from approvals.permissions import compute_permission_set, is_empty, is_within, permission_hash
+from catalogue import callouts
 from catalogue.models import Package
 from core.errors import ApiError
 
@@ -237,10 +236,8 @@ def approval_decide(
 
 def _package_code_check(package: Package) -> None:
     # The plugin host sits above approvals (it asks what may run), so the check is reached
-    # through the same settings hook the catalogue's sync uses.
-    path = getattr(settings, "COVEL_PACKAGE_CODE_CHECKS", "")
-    if path:
-        import_string(path)([(package, None)], force=True)
+    # through the same slot the catalogue's sync uses (catalogue/callouts.py).
+    callouts.package_code_checks.get()([(package, None)], force=True)
 
 
 def _check_code(*, request_id: int) -> None:

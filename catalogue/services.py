@@ -20,8 +20,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q, RestrictedError
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
+from catalogue import callouts
 from catalogue.locales import package_translations, search_words
 from catalogue.manifest.loader import rules_version
 from catalogue.manifest.rules import is_package_id
@@ -646,18 +646,15 @@ def _load(path: Path, host_version: str) -> LoadResult:
 
 def _request_approval(package: Package) -> None:
     # approvals sits above the catalogue (it reads the catalogue's rows), so the sync reaches it
-    # through a dotted path in settings (COVEL_APPROVAL_REQUEST), never an import. Not caught:
+    # through the slot approvals registers (catalogue/callouts.py), never an import. Not caught:
     # it runs in the package's own transaction, so a failure (or a sync killed here) leaves the
     # previous row, never a changed package without its approval request.
-    path = getattr(settings, "COVEL_APPROVAL_REQUEST", "")
-    if path:
-        import_string(path)(package=package)
+    callouts.approval_request_sync.get()(package=package)
 
 
 def _approval_scope_hashes() -> dict[str, str]:
     """package id -> the content hash approvals last saw (to repair an interrupted sync)."""
-    path = getattr(settings, "COVEL_APPROVAL_SEEN_HASHES", "")
-    return import_string(path)() if path else {}
+    return callouts.approval_seen_hashes.get()()
 
 
 @contextmanager
@@ -855,10 +852,9 @@ def _packages_sync(
 
 def _code_checks(checks: list[tuple[Package, Any]]) -> None:
     """Does each indexed package's code load? The plugin host sits above the catalogue, so the
-    sync reaches its check through a dotted path in settings (COVEL_PACKAGE_CODE_CHECKS)."""
-    path = getattr(settings, "COVEL_PACKAGE_CODE_CHECKS", "")
-    if checks and path:
-        import_string(path)(checks)
+    sync reaches its check through the slot pluginhost registers (catalogue/callouts.py)."""
+    if checks:
+        callouts.package_code_checks.get()(checks)
 
 
 _SOURCE_WORDS = {

@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_POST
 
+from catalogue import callouts
 from catalogue.graph import contract_graph_svg
 from catalogue.models import ExternalLink, Package
 from catalogue.plain import package_plain_words
@@ -39,23 +38,20 @@ PAGE_SIZE = 20
 
 def _usability(package_ids: list[str]) -> dict[str, Any]:
     """May sessions use each package (approval state)? Approvals sits above the catalogue, so
-    its answer comes through a dotted path in settings (COVEL_PACKAGES_USABILITY)."""
-    path = getattr(settings, "COVEL_PACKAGES_USABILITY", "")
-    return import_string(path)(package_ids=package_ids) if path else {}
+    its answer comes through the slot approvals registers (catalogue/callouts.py)."""
+    return callouts.packages_usability.get()(package_ids=package_ids)
 
 
 def _provenance(package_id: str) -> dict[str, Any] | None:
-    """Where an installed package came from (installs/, above the catalogue): a dotted path in
-    settings (COVEL_PACKAGE_PROVENANCE); None for a package nobody installed from the web."""
-    path = getattr(settings, "COVEL_PACKAGE_PROVENANCE", "")
-    return import_string(path)(package_id=package_id) if path else None
+    """Where an installed package came from (installs/, above the catalogue, through its slot);
+    None for a package nobody installed from the web."""
+    return callouts.package_provenance.get()(package_id=package_id)
 
 
 def _available(query: str) -> list[dict[str, Any]]:
     """Community-directory entries not installed yet, matching the search (installs/, above the
-    catalogue: COVEL_CATALOGUE_AVAILABLE). Shown on the first page only."""
-    path = getattr(settings, "COVEL_CATALOGUE_AVAILABLE", "")
-    return import_string(path)(q=query) if path else []
+    catalogue, through its slot). Shown on the first page only."""
+    return callouts.catalogue_available.get()(q=query)
 
 
 def _page_number(value: str | None) -> int:

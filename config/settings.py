@@ -219,18 +219,6 @@ COVEL_WORLD_DIRS = [BASE_DIR / "world-packages", *env_paths("COVEL_WORLD_DIRS")]
 COVEL_SOURCE_PLUGIN_DIRS = [BASE_DIR / "source-plugins", *env_paths("COVEL_SOURCE_PLUGIN_DIRS")]
 # The Covel host version this hub stands in for when checking a package's `covel` range.
 COVEL_HOST_VERSION = env_str("COVEL_HOST_VERSION", "0.1.0")
-# Hooks the catalogue calls in apps above it, by dotted path (it imports none of them): the
-# approval request of a synced community package, and the loader of a source plugin folder
-# (manage.py validate_plugin).
-COVEL_APPROVAL_REQUEST = "approvals.services.approval_request_sync"
-COVEL_APPROVAL_SEEN_HASHES = "approvals.selectors.approval_seen_hashes"
-COVEL_PACKAGES_USABILITY = "approvals.selectors.packages_usability"
-# The package page's "installed from" and "update available" (installs/, above the catalogue).
-COVEL_PACKAGE_PROVENANCE = "installs.selectors.package_provenance"
-COVEL_CATALOGUE_AVAILABLE = "installs.selectors.catalogue_available"
-# Does a synced package's code load (bundled/approved: imported; unapproved: parsed only)?
-COVEL_PACKAGE_CODE_CHECKS = "pluginhost.codecheck.package_code_checks"
-COVEL_SOURCE_PLUGIN_LOADER = "sources.manifest.load_source_plugin"
 # The package that narrates (provides narrative-engine@2) once staff configure a story model slot;
 # until then the bundled function narrator does. Empty: only when a session requests it.
 COVEL_STORY_AGENT = env_str("COVEL_STORY_AGENT", "story-agent")
@@ -284,10 +272,9 @@ COVEL_JOB_RESEND_AFTER_SECONDS = env_int("COVEL_JOB_RESEND_AFTER_SECONDS", 60)
 COVEL_JOB_EXECUTION_CEILING_MS = env_int("COVEL_JOB_EXECUTION_CEILING_MS", 1_800_000)
 # Optional dedicated Celery queue for job messages (empty: Celery's default queue).
 COVEL_JOBS_QUEUE = env_str("COVEL_JOBS_QUEUE")
-# What a job runs, by RuntimeJob.runner (jobs/runners.py adds "noop"), and the check of the
-# session a job belongs to. Dotted paths: the jobs app sits below sessions and imports none of it.
-COVEL_JOB_RUNNERS: dict[str, str] = {"runtime": "sessions.background.run_detached"}
-COVEL_JOB_SESSION_CHECK = "sessions.job_checks.job_session_check"
+# More job runner kinds by dotted path (RuntimeJob.runner -> callable). The turn's "runtime"
+# runner and the session check are registered by sessions at start-up (jobs/runners.py).
+COVEL_JOB_RUNNERS: dict[str, str] = {}
 
 # --- Celery ---------------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")

@@ -8,4 +8,9 @@ class InstallsConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the tasks in every process: the pages send installs.run_job by name.
+        from catalogue import callouts
         from installs import tasks  # noqa: F401
+        from installs.selectors import catalogue_available, package_provenance
+
+        callouts.package_provenance.register(package_provenance)
+        callouts.catalogue_available.register(catalogue_available)

@@ -29,7 +29,7 @@ def installation_out(row: Installation) -> dict[str, Any]:
 
 def package_provenance(*, package_id: str) -> dict[str, Any] | None:
     """What the package page shows: installed from where, by whom, when; an update found.
-    The catalogue reaches this through COVEL_PACKAGE_PROVENANCE (it sits below installs)."""
+    The catalogue reaches this through catalogue.callouts.package_provenance (it sits below)."""
     row = Installation.objects.filter(package_id=package_id).select_related("installed_by").first()
     if row is None:
         return None
@@ -79,7 +79,7 @@ def directory_entry_get(*, entry_id: str) -> DirectoryEntry | None:
 
 def catalogue_available(*, q: str = "", limit: int = 12) -> list[dict[str, Any]]:
     """Directory entries not installed yet, for the catalogue's "Available" shelf
-    (COVEL_CATALOGUE_AVAILABLE): two queries whatever the size of the directory."""
+    (catalogue.callouts.catalogue_available): two queries whatever the size of the directory."""
     from catalogue.models import Package
 
     installed = set(Package.objects.values_list("package_id", flat=True))

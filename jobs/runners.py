@@ -1,11 +1,12 @@
 """What a job runs, and the checks around it.
 
-Runners are a registry: settings.COVEL_JOB_RUNNERS maps a runner kind (RuntimeJob.runner) to the
-dotted path of a callable `runner(job, ctx) -> RunResult | None`, imported on first use. The
-turn pipeline's "runtime" runner is sessions.background.run_detached (named in
-config/settings.py); tests add their own kinds. Dotted paths, because the jobs app sits below
-sessions: it reaches the background turn, and the session a job belongs to
-(settings.COVEL_JOB_SESSION_CHECK), without importing any of it.
+Runners are a registry from a runner kind (RuntimeJob.runner) to a callable
+`runner(job, ctx) -> RunResult | None`. The jobs app sits below sessions and imports none of it,
+so sessions registers at start-up (sessions/apps.py, AppConfig.ready): the "runtime" runner
+(sessions.background.run_detached, a background turn) with runner_register, and the check of
+the session a job belongs to with session_check_register; a kind or check nobody registered
+raises RunnerNotFound. settings.COVEL_JOB_RUNNERS may add kinds by dotted path, imported on
+first use (the job tests' runners, a deployment's own).
 
 A runner never writes to the session itself: it returns a RunResult whose `commit` callable the
 job calls inside its commit transaction, so a job that times out, is cancelled or goes stale
@@ -80,14 +81,33 @@ class JobContext:
             self.stop_event.wait(max(0.0, wait))
 
 
+Runner = Callable[["RuntimeJob", JobContext], "RunResult | None"]
+SessionCheck = Callable[..., "tuple[Staleness | None, bool]"]
+_registered: dict[str, Runner] = {}
+_session_check: list[SessionCheck] = []
+
+
+def runner_register(kind: str, runner: Runner) -> None:
+    """Register the runner of a kind (an app above jobs, in its AppConfig.ready())."""
+    _registered[kind] = runner
+
+
+def session_check_register(check: SessionCheck) -> None:
+    """Register `check(job, *, lock_session) -> (Staleness | None, turn_locked)` (sessions)."""
+    _session_check[:] = [check]
+
+
 def runner_registry() -> dict[str, str]:
+    """The kinds added by dotted path: the built-in ones and settings.COVEL_JOB_RUNNERS."""
     return {**DEFAULT_RUNNERS, **getattr(settings, "COVEL_JOB_RUNNERS", {})}
 
 
 def resolve_runner(kind: str) -> Callable[..., RunResult | None]:
+    if kind in _registered:
+        return _registered[kind]
     path = runner_registry().get(kind)
     if path is None:
-        known = ", ".join(sorted(runner_registry()))
+        known = ", ".join(sorted({*_registered, *runner_registry()}))
         raise RunnerNotFound(f"no job runner is registered for kind {kind!r} (known: {known})")
     return _import(path)
 
@@ -118,7 +138,7 @@ def staleness_check(job: RuntimeJob) -> Staleness | None:
 
     Checked after the claim and again in the commit (commit_check): the session ended, the
     package's approval was revoked, or its installed version is not the one the job was
-    created for. The session's side of it is settings.COVEL_JOB_SESSION_CHECK's.
+    created for. The session's side of it is the registered session check's.
     """
     stale, _turn_locked = session_check()(job, lock_session=False)
     return stale
@@ -136,16 +156,15 @@ def commit_check(job: RuntimeJob) -> tuple[Staleness | None, bool]:
     return session_check()(job, lock_session=True)
 
 
-def session_check() -> Callable[..., tuple[Staleness | None, bool]]:
-    """The hook that knows the session a job belongs to (settings.COVEL_JOB_SESSION_CHECK):
-    `check(job, *, lock_session) -> (Staleness | None, turn_locked)`.
-
-    A dotted path, like the runners: the jobs app sits below sessions and imports none of it.
-    """
-    path = getattr(settings, "COVEL_JOB_SESSION_CHECK", "")
-    if not path:
-        raise RunnerNotFound("settings.COVEL_JOB_SESSION_CHECK names no session check")
-    return _import(path)  # type: ignore[return-value]
+def session_check() -> SessionCheck:
+    """The check that knows the session a job belongs to (registered by sessions/apps.py):
+    `check(job, *, lock_session) -> (Staleness | None, turn_locked)`."""
+    if not _session_check:
+        raise RunnerNotFound(
+            "no session check is registered: sessions registers it in its AppConfig.ready() "
+            "(jobs.runners.session_check_register)"
+        )
+    return _session_check[0]
 
 
 def package_version(package_id: str) -> str:

@@ -5,6 +5,12 @@ class PluginhostConfig(AppConfig):
     name = "pluginhost"
 
     def ready(self) -> None:
+        # The catalogue's sync and approvals check a package's code through this slot.
+        from catalogue import callouts
+        from pluginhost.codecheck import package_code_checks
+
+        callouts.package_code_checks.register(package_code_checks)
+
         # A Celery prefork child stops its own Node hosts when it exits (atexit does not run there).
         from celery.signals import worker_process_shutdown
 

@@ -171,7 +171,7 @@ def package_code_check(*, package: Package, manifest: Any = None, host: Any = No
 
 
 def package_code_checks(checks: list[tuple[Package, Any]], *, force: bool = False) -> None:
-    """The code check of each package the sync indexed (settings.COVEL_PACKAGE_CODE_CHECKS),
+    """The code check of each package the sync indexed (catalogue.callouts.package_code_checks),
     sharing one Node host for the real loads. An unchanged row (no manifest given) whose
     verdict is current for its files and approval state is skipped."""
     host = None

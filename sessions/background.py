@@ -18,7 +18,9 @@ from sessions import selectors
 from sessions.models import Session, Turn
 from sessions.planner import PlannedRuntime
 from sessions.resolver import Resolution
-from sessions.turns import SUCCEEDED, TurnExecutor, TurnRequest
+from sessions.turn_commit import turn_commit
+from sessions.turn_stages import runtime_run_single
+from sessions.turn_state import SUCCEEDED, TurnRequest, TurnState
 from worlds.models import World
 
 
@@ -84,7 +86,7 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
     )
     # The active set the source turn resolved; the job's staleness check guards the version.
     active = tuple(p for p in (session.resolved_plugins or []) if p in installed) or (manifest.id,)
-    executor = TurnExecutor(
+    state = TurnState(
         session=session,
         turn=turn,
         resolution=Resolution(active=active, outcomes={}),
@@ -101,7 +103,7 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
         manifest=runtime,
         detached=runtime.detached,
     )
-    result = executor.run_single(planned, dict(frozen.get("inputs") or {}))
+    result = runtime_run_single(state, planned, dict(frozen.get("inputs") or {}))
     ctx.check()
     if result.status != SUCCEEDED:
         raise DetachedRuntimeFailed(
@@ -110,7 +112,7 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
 
     def commit() -> None:
         # The job's commit transaction already holds the session row (its staleness re-check).
-        executor.commit(session_locked=True)
-        executor.emit("turn.committed", executor.summary())
+        turn_commit(state, session_locked=True)
+        state.emit("turn.committed", state.summary())
 
     return RunResult(result=result.as_dict(), commit=commit)

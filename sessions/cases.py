@@ -1,25 +1,25 @@
 """Offline runtime cases (`tests/runtime-cases.json`) in mock mode.
 
-Each case is one turn of a throwaway, in-memory session that holds the package under test and
-what the resolver adds for it (its required providers and the core packages). The model is the
-stand-in (agents.standin) over real HTTP on loopback, replaying the case's `llmResponses` in
-order; plugin code runs in the real Node plugin host; plugin data lives in a
-sessions.operations.TurnOverlay over an in-memory store and commits at the end of the turn.
+Each case is one turn of a throwaway session that holds the package under test and what the
+resolver adds for it (its required providers and the core packages). The turn is the session's
+own: the same steps as every turn (sessions/turns.py: plan, stages, commit), run over a
+sessions.memory_store.MemoryStore instead of the database, so a case sees what a real turn
+does (guards, input binding, proposals, forms, recursive calls, the commit's drops). The model
+is the stand-in (agents.standin) over real HTTP on loopback, replaying the case's
+`llmResponses` in order; plugin code runs in the real Node plugin host.
 
-In mock mode:
+In mock mode (the store's choices, see sessions/memory_store.py):
 - agent runtimes of the package under test run against the script; agent runtimes of other
   packages are skipped (`mock-skipped`), so the script only has to cover the package's own;
 - function runtimes of every active package run for real (the narrator writes the story);
-- detached runtimes run inline, since there is no worker: the case sees their result;
-- guards are not run (the plugin host has no guard method yet): the runtime runs;
+- detached runtimes run after the turn's commit as background turns, since there is no
+  worker: the case sees their result;
+- lifecycle hooks are not dispatched;
 - RPC actions (`rpc` in a case, or a message that is a slash command) are not run: the spec's
   notice `Unsupported rpc: <plugin>/<action>. Verify with the server.` is printed, not an error.
 
-It lives in sessions (it was agents/cases.py): it drives the session's resolver, planner, input
-binding and plugin-data overlay around the agent runtime, and agents sit below sessions. One
-piece, past 800 lines, because it is one turn's walk, resolve -> plan -> run each stage ->
-commit, mirrored from sessions/turns.py without a database: split, a reader would lose the
-order of the turn it imitates.
+It lives in sessions (it was agents/cases.py): it drives the session's resolver and turn
+around the agent runtime, and agents sit below sessions.
 """
 
 from __future__ import annotations
@@ -34,21 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from agents.gateway import Endpoint
-from agents.runtime import (
-    AgentRuntimeContext,
-    OverlayCallbacks,
-    OverlayData,
-    agent_slot,
-    run_agent_runtime,
-)
 from agents.standin import StandInModel
-from agents.tools import event_directory, service_providers
-from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
+from catalogue.manifest.types import Manifest, thaw
+from sessions.memory_store import MemoryStore
+from sessions.models import Turn
+from sessions.operations import MISSING
+from sessions.planner import PlannedRuntime
+from sessions.turn_commit import turn_commit
+from sessions.turn_stages import runtime_run_single, stages_run, turn_plan
+from sessions.turn_state import DEFERRED, DROPPED, SUCCEEDED, TurnRequest, TurnState
 
 CASES_FILE = "tests/runtime-cases.json"
-# The time a mock run stamps on what it writes (session lore's createdAt/updatedAt): one fixed
-# instant, so a case's report is the same on every run.
-MOCK_NOW = "2000-01-01T00:00:00+00:00"
 CASE_FIELDS = {
     "name",
     "runtimeId",
@@ -262,14 +258,6 @@ def _packages(
     return found
 
 
-def _setting_defaults(manifest: Manifest) -> dict[str, Any]:
-    return {
-        str(s["key"]): s.get("default")
-        for s in thaw(manifest.contributes.get("settings") or ())
-        if "default" in s
-    }
-
-
 @dataclass
 class Outcome:
     runtime: str
@@ -300,506 +288,175 @@ class Outcome:
         return found
 
 
+# A turn's statuses as a case reports them: a run whose writes were refused failed.
+CASE_STATUS = {
+    "succeeded": "success",
+    "failed": "failed",
+    "skipped": "skipped",
+    "dropped": "failed",
+}
+MOCK_SOURCE = "mock-turn-1"  # what a case's dice seeds are keyed by: "mock-turn-1:<runtime>"
+
+
 @dataclass
-class MockTurn:
-    """One case's turn: the active packages, the overlay, and what happened."""
+class CaseTurn:
+    """One case's turn, run by the session's own turn steps (sessions/turns.py) over a
+    MemoryStore, and what happened: outcomes in finishing order, plugin events, notes."""
 
     under_test: Manifest
-    active: list[Manifest]
-    endpoint: Endpoint
-    message: str
-    payload: Any
-    user_settings: Mapping[str, Any]
-    target: str | None
-    phase: str
-    store: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    store: MemoryStore
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
-    outputs: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
-    llm_calls: list[dict[str, Any]] = field(default_factory=list)
-    narrative: str = ""
     notes: list[str] = field(default_factory=list)
+    missing: Any = MISSING
 
-    def __post_init__(self) -> None:
-        from sessions.operations import MISSING
+    @property
+    def data(self) -> dict[tuple[str, str, str], Any]:
+        return self.store.data
 
-        self.missing = MISSING
-        self.detached: list[Any] = []  # planned detached runtimes: they run after the commit
-        self.exports: dict[tuple[str, str], Any] = {}  # (plugin, recordAs) -> committed export
-        self.overlay = self.new_overlay()
-        self.events_directory = event_directory(self.active)
-        self.services = service_providers(self.active)
-        self.by_id = {m.id: m for m in self.active}
-
-    # ---------------------------------------------------------------- helpers
-
-    def new_overlay(self) -> Any:
-        from sessions.operations import TurnOverlay, datasets_of
-
-        return TurnOverlay(
-            load=lambda p, n, k: self.store.get((p, n, k), self.missing),
-            lister=lambda p, n: {
-                k: v for (pp, nn, k), v in self.store.items() if (pp, nn) == (p, n)
-            },
-            datasets={m.id: datasets_of(m) for m in self.active},
-        )
-
-    def settings_for(self, manifest: Manifest) -> dict[str, Any]:
-        values = _setting_defaults(manifest)
-        if manifest.id == self.under_test.id:
-            values.update(self.user_settings)
-        return values
-
-    def segments(
-        self, manifest: Manifest, runtime: RuntimeManifest, rid: str
-    ) -> list[dict[str, Any]]:
-        """The static and prompt.segment@1 segments this agent reads, as in a real turn; a
-        failing provider is a note of the run (sessions.extensions)."""
-        from sessions import extensions
-
-        failures: list[dict[str, Any]] = []
-        found = extensions.static_segments(self.active) + extensions.prompt_segments(
-            session=None,
-            active=self.active,
-            turn_id="mock-turn-1",
-            player_message=self.message,
-            world={"id": "mock-world", "name": "Mock world", "characters": []},
-            failures=failures,
-            callbacks_for=lambda plugin: self.callbacks(plugin, rid),
-        )
-        for failure in failures:
-            self.notes.append(
-                f"{failure['point']} {failure['plugin']}/{failure['extension']} was skipped "
-                f"[{failure['code']}]: {failure['message']}"
-            )
-        output = (runtime.data.get("io") or {}).get("output") or {}
-        return extensions.segments_for(
-            found,
-            package=manifest.id,
-            story=runtime.visibility == "story",
-            contract=output.get("contract"),
-        )
-
-    def callbacks(self, plugin: str, runtime: str) -> OverlayCallbacks:
-        return OverlayCallbacks(
-            overlay=self.overlay,
-            package=plugin,
-            runtime=runtime,
-            session={
-                "id": "mock-session",
-                "phase": self.phase,
-                "turnCount": 0,
-                "locale": "en",
-                "worldId": "mock-world",
-            },
-            on_emit=lambda topic, payload: self.emitted(runtime, topic, payload),
-        )
-
-    def emitted(self, runtime: str, topic: str, payload: Mapping[str, Any]) -> None:
-        self.events.append({"topic": topic, "payload": dict(payload), "runtimeId": runtime})
-
-    def finish(self, outcome: Outcome) -> None:
-        self.outcomes[outcome.runtime] = outcome
-        self.order.append(outcome.runtime)
-        self.overlay.complete(outcome.runtime, succeeded=outcome.status == "success")
-        if outcome.status == "success":
-            self.outputs[outcome.runtime] = outcome.output
-            runtime = self._runtime(outcome.runtime)
-            if runtime is not None and runtime.visibility == "story" and not self.narrative:
-                text = (
-                    outcome.output.get("narrativeOutput")
-                    if isinstance(outcome.output, dict)
-                    else None
-                )
-                self.narrative = text if isinstance(text, str) else ""
-
-    def _runtime(self, qualified: str) -> RuntimeManifest | None:
-        for manifest in self.active:
-            for runtime in manifest.runtimes:
-                if runtime.qualified_id == qualified:
-                    return runtime
-        return None
-
-    # ---------------------------------------------------------------- inputs
-
-    def inputs(self, manifest: Manifest, runtime: RuntimeManifest) -> tuple[dict[str, Any], str]:
-        """The runtime's bound inputs ({name: value}), or why a required one is missing.
-
-        The rule is the turn executor's own (sessions.inputs.bind_inputs); only the sources differ:
-        the mock turn's outputs, its in-memory exports and its empty action list.
-        """
-        from sessions.inputs import bind_inputs, staged_operations
-
-        binding = bind_inputs(
-            manifest=manifest,
-            runtime=runtime,
-            active=self.active,
-            outputs=self.outputs,
-            committed=self.exports,
-            digest={"playerMessage": self.message, "narrativeText": self.narrative, "actions": []},
-            operations=staged_operations(self.overlay, manifest.id),
-        )
-        for producer in binding.dependencies:
-            self.overlay.record_dependency(reader=runtime.qualified_id, source=producer)
-        return binding.values, binding.problem
-
-    # ---------------------------------------------------------------- running
-
-    def run(self) -> None:
-        from sessions.planner import STAGES, plan_turn
-
-        manual = {self.target} if self.target else set()
-        done: set[str] = set()
-        for stage_name in [*STAGES, "manual"]:
-            plan = plan_turn(
-                manifests=self.active,
-                phase=self.phase,
-                turn=1,
-                emitted_topics={e["topic"] for e in self.events},
-                manual=manual,
-            )
-            stage = next((s for s in plan.stages if s.stage == stage_name), None)
-            if stage is None:
+    def take(self, state: TurnState) -> None:
+        """The outcomes of a finished turn (a deferred runtime waits for its job's)."""
+        for rid in state.order:
+            result = state.results[rid]
+            if result.status == DEFERRED:
                 continue
-            for planned in stage.runtimes():
-                if planned.runtime in done:
-                    continue
-                done.add(planned.runtime)
-                statuses = {
-                    rid: ("succeeded" if o.status == "success" else o.status)
-                    for rid, o in self.outcomes.items()
-                }
-                if planned.is_detached:
-                    # No worker in mock mode: the job runs right after this turn commits.
-                    self.detached.append(planned)
-                    continue
-                skip = plan.gate(planned.runtime, statuses)
-                kind = planned.manifest.kind
-                if skip is not None:
-                    self.finish(
-                        Outcome(
-                            planned.runtime,
-                            planned.package,
-                            kind,
-                            "skipped",
-                            skip.code,
-                            skip.reason,
-                        )
-                    )
-                    continue
-                self.run_one(self.by_id[planned.package], planned.manifest)
-        if self.target and self.target not in self.outcomes:
-            self.notes.append(f"runtime {self.target} was not scheduled in this turn")
-
-    def run_one(self, manifest: Manifest, runtime: RuntimeManifest) -> None:
-        rid = runtime.qualified_id
-        if runtime.is_function:
-            inputs, missing = self.inputs(manifest, runtime)
-            if missing:
-                self.finish(
-                    Outcome(rid, manifest.id, "function", "skipped", "input-missing", missing)
-                )
-                return
-            self.finish(self.run_function(manifest, runtime, inputs))
-            return
-        not_scripted = None
-        if manifest.id != self.under_test.id:
-            not_scripted = f"{rid} is an agent runtime of another package; mock mode scripts only {self.under_test.id}"
-        elif self.target and rid != self.target and runtime.id != self.target:
-            not_scripted = f"the case targets {self.target}, not {rid}"
-        if not_scripted is not None:
-            self.finish(Outcome(rid, manifest.id, "agent", "skipped", "mock-skipped", not_scripted))
-            return
-        inputs, missing = self.inputs(manifest, runtime)
-        if missing:
-            self.finish(Outcome(rid, manifest.id, "agent", "skipped", "input-missing", missing))
-            return
-        settings = self.settings_for(manifest)
-        from sessions.operations import proposal_ops
-
-        context = AgentRuntimeContext(
-            data=OverlayData(overlay=self.overlay, runtime=rid),
-            callbacks_for=lambda plugin: self.callbacks(plugin, rid),
-            session_id="mock-session",
-            turn_id="mock-turn-1",
-            player_message=self.message,
-            story_text=self.narrative or None,
-            inputs=inputs,
-            payload=self.payload if self.target in (rid, runtime.id) else None,
-            variables={"settings": settings, "world": {"id": "mock-world", "name": "Mock world"}},
-            segments=self.segments(manifest, runtime, rid),
-            user_settings=settings,
-            world={"id": "mock-world", "name": "Mock world", "characters": []},
-            seed=f"mock-turn-1:{rid}",
-            events=self.events_directory,
-            services=self.services,
-            emit=lambda topic, payload: self.emitted(rid, topic, payload),
-            tool_context={"turnNumber": 1, "logicalTurn": 1},
-            proposal_ops=proposal_ops,
-            stage_proposals=lambda plugin, proposals: self.stage_tool_proposals(
-                rid, plugin, proposals
-            ),
-        )
-        endpoint = Endpoint(
-            slot=agent_slot(runtime, settings),
-            base_url=self.endpoint.base_url,
-            model=self.endpoint.model,
-        )
-        run = run_agent_runtime(
-            manifest=manifest, runtime=runtime, context=context, endpoint=endpoint
-        )
-        for call in run.llm_calls:
-            self.llm_calls.append({"runtimeId": rid, **call})
-        concealed = bool((runtime.data.get("io") or {}).get("concealed", False))
-        if run.status == "success":
-            outcome = Outcome(rid, manifest.id, "agent", "success", output=run.output)
-        else:
-            outcome = Outcome(
-                rid, manifest.id, "agent", "failed", run.code or "agent-failed", run.error or ""
-            )
-        outcome.tool_calls, outcome.warnings, outcome.concealed = (
-            run.tool_calls,
-            run.warnings,
-            concealed,
-        )
-        self.finish(outcome)
-
-    def stage_tool_proposals(
-        self, rid: str, plugin: str, proposals: Sequence[Mapping[str, Any]]
-    ) -> str | None:
-        """An agent tool call's proposals, checked as a turn checks them: all staged, or none
-        and the refusal for the model."""
-        from sessions.errors import WriteRefused
-        from sessions.proposals import ProposalRefused, lore_writes, proposal_batch
-
-        mark = len(self.overlay.writes)
-        try:
-            batch = proposal_batch(list(proposals), package=plugin, runtime=rid)
-            lore = lore_writes(
-                self.overlay, runtime=rid, plugin=plugin, lore=batch.lore, now=MOCK_NOW
-            )
-            writes = [(plugin, *w) for w in [*batch.writes, *lore]]
-            for owner, namespace, key, ops in writes + self.session_records(rid, plugin, batch):
-                self.overlay.stage(runtime=rid, plugin=owner, namespace=namespace, key=key, ops=ops)
-        except (ProposalRefused, WriteRefused) as exc:
-            self.overlay.discard_since(mark)
-            return str(exc)
-        for topic, payload in batch.events:
-            self.emitted(rid, topic, payload)
-        return None
-
-    def session_records(self, rid: str, plugin: str, batch: Any) -> list[Any]:
-        """The session records (characters, state, working memory) a run's proposals write, as
-        a turn stages them, under sessions.proposals.SESSION_DATA; the mock world has no
-        characters. Story text, forms and UI blocks of proposals are not shown in mock mode."""
-        from sessions.proposals import session_writes
-
-        return session_writes(
-            self.overlay,
-            batch,
-            runtime=rid,
-            package=plugin,
-            world_characters=[],
-            turn_id="mock-turn-1",
-            now=MOCK_NOW,
-        )
-
-    def run_function(
-        self, manifest: Manifest, runtime: RuntimeManifest, inputs: dict[str, Any]
-    ) -> Outcome:
-        from pluginhost.errors import PluginHostError
-        from pluginhost.services import plugin_function_call
-        from sessions.errors import OperationError
-        from sessions.proposals import (
-            ProposalRefused,
-            effects_proposals,
-            lore_writes,
-            proposal_batch,
-        )
-
-        rid = runtime.qualified_id
-        try:
-            answer = plugin_function_call(
-                manifest=manifest,
-                runtime=runtime.id,
-                callbacks=self.callbacks(manifest.id, rid),
-                context={
-                    "sessionId": "mock-session",
-                    "turnId": "mock-turn-1",
-                    "runtimeId": runtime.id,
-                    "inputs": {k: {"value": v} for k, v in inputs.items()},
-                    "playerMessage": self.message,
-                    "playerActions": [],
-                    "manualPayload": self.payload if self.target in (rid, runtime.id) else None,
-                    "world": {"id": "mock-world", "name": "Mock world", "characters": []},
-                    "userSettings": self.settings_for(manifest),
-                    "locale": "en",
-                    "seed": f"mock-turn-1:{rid}",
-                    "logicalTurn": 1,
-                    "turnNumber": 1,
-                },
-            )
-        except PluginHostError as exc:
-            return Outcome(rid, manifest.id, "function", "failed", exc.code, exc.message)
-        value = answer.result if isinstance(answer.result, dict) else {}
-        for event in list(answer.emitted_events) + list(
-            (value.get("effects") or {}).get("events") or []
-        ):
-            if isinstance(event, dict) and event.get("topic"):
-                self.emitted(rid, str(event["topic"]), event.get("payload") or {})
-        outcome = value.get("outcome", "success")
-        if outcome == "failed":
-            return Outcome(
+            self.outcomes[rid] = Outcome(
                 rid,
-                manifest.id,
-                "function",
-                "failed",
-                "runtime-failed",
-                str(value.get("error") or ""),
+                result.package,
+                result.kind,
+                CASE_STATUS.get(result.status, result.status),
+                result.code,
+                result.reason,
+                output=result.output if result.status in (SUCCEEDED, DROPPED) else None,
+                tool_calls=self.store.tool_calls.get(rid, []),
+                warnings=list(result.warnings),
+                concealed=result.concealed,
             )
-        if outcome == "skipped":
-            return Outcome(
-                rid,
-                manifest.id,
-                "function",
-                "skipped",
-                "runtime-skipped",
-                str(value.get("reason") or ""),
-            )
-        output = value.get("value")
-        problem = _output_problem(manifest, runtime, output)
-        if problem:
-            return Outcome(rid, manifest.id, "function", "failed", "output-invalid", problem)
-        writes: list[tuple[str, str, list[Any]]] = []
-        for op in answer.operations:
-            kind = op.get("kind")
-            if kind == "set":
-                ops = (
-                    [{"op": "delete"}]
-                    if op.get("value") is None
-                    else [{"op": "set", "value": op["value"]}]
+            if rid not in self.order:
+                self.order.append(rid)
+
+    def take_events(self) -> None:
+        for type, payload in self.store.events:
+            if type == "plugin.event":
+                self.events.append(
+                    {
+                        "topic": payload["topic"],
+                        "payload": payload["payload"],
+                        "runtimeId": payload["runtime"],
+                    }
                 )
-            elif kind == "update":
-                ops = list(op.get("ops") or [])
-            elif kind == "delete":
-                ops = [{"op": "delete"}]
-            else:
-                continue
-            writes.append((str(op["namespace"]), str(op["key"]), ops))
-        # The proposals and effects.pluginData, checked as a turn checks them (sessions.proposals).
-        effects = value.get("effects") if isinstance(value.get("effects"), dict) else {}
-        try:
-            batch = proposal_batch(
-                [*answer.proposals, *effects_proposals(effects.get("pluginData"))],
-                package=manifest.id,
-                runtime=rid,
-            )
-        except ProposalRefused as exc:
-            return Outcome(rid, manifest.id, "function", "failed", exc.code, exc.message)
-        writes.extend(batch.writes)
-        writes.extend(
-            lore_writes(
-                self.overlay, runtime=rid, plugin=manifest.id, lore=batch.lore, now=MOCK_NOW
-            )
-        )
-        try:
-            records = self.session_records(rid, manifest.id, batch)
-        except ProposalRefused as exc:
-            return Outcome(rid, manifest.id, "function", "failed", exc.code, exc.message)
-        for topic, payload in batch.events:
-            self.emitted(rid, topic, payload)
-        for owner, namespace, key, ops in [(manifest.id, *w) for w in writes] + records:
-            try:
-                self.overlay.stage(runtime=rid, plugin=owner, namespace=namespace, key=key, ops=ops)
-            except (OperationError, ValueError) as exc:
-                return Outcome(rid, manifest.id, "function", "failed", "write-refused", str(exc))
-        return Outcome(rid, manifest.id, "function", "success", output=output)
-
-    def run_jobs(self) -> None:
-        """The detached runtimes, in plan order, against the committed data and exports."""
-        from sessions.planner import UPSTREAM_FAILED
-
-        jobs, self.detached = self.detached, []
-        for planned in jobs:
-            # Each job commits on its own, as a worker's job does.
-            self.overlay = self.new_overlay()
-            failed = [
-                g.upstream
-                for g in planned.gates
-                if g.kind == "needs"
-                and (
-                    self.outcomes.get(g.upstream) is None
-                    or self.outcomes[g.upstream].status != "success"
+            elif type == "extension.failed":
+                self.notes.append(
+                    f"{payload['point']} {payload['plugin']}/{payload['extension']} was skipped "
+                    f"[{payload['code']}]: {payload['message']}"
                 )
-            ]
-            if failed:
-                self.finish(
-                    Outcome(
-                        planned.runtime,
-                        planned.package,
-                        planned.manifest.kind,
-                        "skipped",
-                        UPSTREAM_FAILED,
-                        f"{planned.runtime} needs {failed[0]}, which did not succeed",
-                    )
-                )
-                continue
-            self.run_one(self.by_id[planned.package], planned.manifest)
-            self.commit()
-
-    def commit(self) -> None:
-        story = [
-            rid
-            for rid in self.order
-            if (rt := self._runtime(rid)) is not None and rt.visibility == "story"
-        ]
-        result = self.overlay.commit(story=story)
-        kept = set(result.kept)
-        for rid in kept:
-            runtime = self._runtime(rid)
-            record_as = (
-                ((runtime.data.get("io") or {}).get("output") or {}).get("recordAs")
-                if runtime
-                else None
-            )
-            if record_as and self.outcomes[rid].status == "success":
-                self.exports[(self.outcomes[rid].package, str(record_as))] = self.outputs.get(rid)
-        for dropped in result.dropped:
-            outcome = self.outcomes.get(dropped.runtime)
-            if outcome is not None and outcome.runtime not in story:
-                outcome.status, outcome.code, outcome.error = (
-                    "failed",
-                    dropped.code,
-                    dropped.message,
-                )
-        for where, value in result.values.items():
-            if value is self.missing:
-                self.store.pop(where, None)
-            else:
-                self.store[where] = value
+        self.store.events.clear()
 
 
-def _output_problem(manifest: Manifest, runtime: RuntimeManifest, output: Any) -> str | None:
-    from agents.runtime import _load_schema, _schema_error
-
-    schema, problem = _load_schema(manifest, runtime)
-    if problem:
-        return problem
-    if schema is None:
-        return None
-    mismatch = _schema_error(schema, output)
-    return (
-        f"output of {runtime.qualified_id} does not match io.output.schema {mismatch}"
-        if mismatch
-        else None
+def _case_turn(
+    *,
+    under_test: Manifest,
+    installed: Mapping[str, Manifest],
+    resolution: Any,
+    endpoint: Endpoint,
+    message: str,
+    payload: Any,
+    user_settings: Mapping[str, Any],
+    target: str | None,
+    phase: str,
+) -> CaseTurn:
+    """One turn of a throwaway session in memory, then its detached runtimes as the worker
+    would run them: each a background turn of its own, committed when it succeeds."""
+    store = MemoryStore(
+        under_test=under_test,
+        installed=installed,
+        endpoint=endpoint,
+        user_settings=user_settings,
+        target=target,
+        phase=phase,
     )
+    case = CaseTurn(under_test=under_test, store=store)
+    request = TurnRequest(
+        message=message,
+        manual={target: payload} if target else {},
+        turn_id=MOCK_SOURCE,  # type: ignore[arg-type]  # an unsaved row: ctx.turnId "mock-turn-1"
+        execution_source=MOCK_SOURCE,
+    )
+    turn = Turn(id=request.turn_id, session=store.session, number=1, player_message=message)
+    state = TurnState(
+        session=store.session,
+        turn=turn,
+        resolution=resolution,
+        installed=installed,
+        request=request,
+        token=None,
+        store=store,
+    )
+    stages_run(state, turn_plan(state))
+    turn_commit(state)
+    case.take(state)
+    case.take_events()
+    if target and target not in case.outcomes and not store.deferred:
+        case.notes.append(f"runtime {target} was not scheduled in this turn")
+    while store.deferred:
+        job = store.deferred.pop(0)
+        case.take(_job_turn(store, installed, resolution, turn, job))
+        case.take_events()
+    return case
+
+
+def _job_turn(
+    store: MemoryStore, installed: Mapping[str, Manifest], resolution: Any, source: Turn, job: Any
+) -> TurnState:
+    """A deferred runtime as sessions/background.py runs it: a background turn with the inputs
+    its source turn froze, committed only when it succeeds."""
+    runtime = next(r for r in installed[job.plugin].runtimes if r.qualified_id == job.runtime)
+    frozen = dict(job.inputs)
+    request = TurnRequest(
+        turn_id=f"mock-job-{job.runtime}",  # type: ignore[arg-type]  # never saved
+        kind=Turn.Kind.BACKGROUND,
+        message=str(frozen.get("playerMessage") or ""),
+        actions=list(frozen.get("playerActions") or []),
+        execution_source=MOCK_SOURCE,
+        trigger_event=frozen.get("triggerEvent"),
+    )
+    turn = Turn(
+        id=request.turn_id,
+        session=store.session,
+        number=source.number,
+        kind=Turn.Kind.BACKGROUND,
+        player_message=request.message,
+        source_turn=source,
+    )
+    state = TurnState(
+        session=store.session,
+        turn=turn,
+        resolution=resolution,
+        installed=installed,
+        request=request,
+        token=None,
+        store=store,
+    )
+    planned = PlannedRuntime(
+        package=job.plugin,
+        runtime=job.runtime,
+        stage=runtime.stage or "post-turn",
+        activation="detached",
+        reason=f"{job.runtime} runs as a background job of the case's turn",
+        manifest=runtime,
+        detached=runtime.detached,
+    )
+    result = runtime_run_single(state, planned, dict(frozen.get("inputs") or {}))
+    if result.status == SUCCEEDED:
+        turn_commit(state, session_locked=True)
+    return state
 
 
 # ----------------------------------------------------------------------------- checks
 
 
-def _check(case: Mapping[str, Any], turn: MockTurn) -> list[str]:
+def _check(case: Mapping[str, Any], turn: CaseTurn) -> list[str]:
     failures: list[str] = []
     expect = case.get("expect") or {}
     for item in expect.get("runtimeResults", []):
@@ -828,7 +485,7 @@ def _check(case: Mapping[str, Any], turn: MockTurn) -> list[str]:
     for item in expect.get("pluginData", []):
         plugin = item.get("pluginId", turn.under_test.id)
         where = f"{plugin}/{item['namespace']}/{item['key']}"
-        value = turn.store.get((plugin, item["namespace"], item["key"]), turn.missing)
+        value = turn.data.get((plugin, item["namespace"], item["key"]), turn.missing)
         status = item.get("status", "present")
         if status == "absent":
             if value is not turn.missing and (
@@ -1020,13 +677,30 @@ def run_cases(
                 text = f"Unsupported rpc: {manifest.id}/{action}. Verify with the server."
                 notices.append(text)
                 say(text)
-            results.append(_run_case(case, manifest, active, resolution))
+            results.append(_run_case(case, manifest, installed, resolution))
     status = "ok" if all(r["status"] == "passed" for r in results) else "failed"
     return CasesReport(status, manifest.id, results, notices)
 
 
+def _no_store(
+    manifest: Manifest, installed: Mapping[str, Manifest], endpoint: Endpoint
+) -> MemoryStore:
+    """The store of a case that plays no turn (a command, or a package that cannot be active)."""
+    return MemoryStore(
+        under_test=manifest,
+        installed=installed,
+        endpoint=endpoint,
+        user_settings={},
+        target=None,
+        phase="playing",
+    )
+
+
 def _run_case(
-    case: Mapping[str, Any], manifest: Manifest, active: list[Manifest], resolution: Any
+    case: Mapping[str, Any],
+    manifest: Manifest,
+    installed: Mapping[str, Manifest],
+    resolution: Any,
 ) -> dict[str, Any]:
     replies = [dict(r) for r in case.get("llmResponses", [])]
     failures: list[str] = []
@@ -1040,37 +714,37 @@ def _run_case(
         failures.append(f"runtimeId {target} is not a runtime of {manifest.id}")
         target = None
     with StandInModel(replies, exhausted_status=400) as model:
-        turn = MockTurn(
-            under_test=manifest,
-            active=active,
-            endpoint=Endpoint(slot="mock", base_url=model.base_url, model="mock"),
-            message=str(case.get("message") or ""),
-            payload=case.get("payload"),
-            user_settings=dict(case.get("userSettings") or {}),
-            target=(manifest.runtime(target).qualified_id if target else None),
-            phase=str(case.get("phase", "playing")),
-        )
+        endpoint = Endpoint(slot="mock", base_url=model.base_url, model="mock")
         command = _command_action(str(case.get("message") or ""), manifest)
+        turn = CaseTurn(under_test=manifest, store=_no_store(manifest, installed, endpoint))
         if command:
             # A slash command calls an RPC action instead of playing a turn.
             turn.notes.append(
                 f"the message is a command: it calls the RPC action {command}, not a turn"
             )
         elif not failures:
-            turn.run()
-            turn.commit()
-            turn.run_jobs()
+            turn = _case_turn(
+                under_test=manifest,
+                installed=installed,
+                resolution=resolution,
+                endpoint=endpoint,
+                message=str(case.get("message") or ""),
+                payload=case.get("payload"),
+                user_settings=dict(case.get("userSettings") or {}),
+                target=(manifest.runtime(target).qualified_id if target else None),
+                phase=str(case.get("phase", "playing")),
+            )
         unused = len(model.replies)
     failures += _check(case, turn) if not failures else []
     data: dict[str, list[dict[str, Any]]] = {}
-    for (plugin, namespace, key), value in sorted(turn.store.items()):
+    for (plugin, namespace, key), value in sorted(turn.data.items()):
         if plugin == manifest.id:
             data.setdefault(namespace, []).append({"key": key, "value": value})
     result = {
         "runtimeResults": [turn.outcomes[r].as_dict() for r in turn.order],
         "pluginData": data,
         "events": turn.events,
-        "llmCalls": turn.llm_calls,
+        "llmCalls": turn.store.llm_calls,
         "unusedLlmResponses": unused,
         "notes": turn.notes,
     }

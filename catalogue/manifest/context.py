@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,19 @@ from typing import Any
 from catalogue.manifest.types import Issue
 
 PLUGIN_FILE = "PLUGIN.md"
+
+
+def inside_package(rel_dir: str, text: str) -> str | None:
+    """text read from rel_dir ("" for the package root), normalised package-relative
+    ("schemas/x.json"); None when it leaves the package.
+
+    Covel's rule (the spec is silent): `..` is allowed while the path stays inside the package
+    after normalising, so runtimes/plot/ may name ../../schemas/x.json.
+    """
+    joined = posixpath.normpath(posixpath.join(rel_dir or ".", text.replace("\\", "/")))
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return joined
 
 
 @dataclass
@@ -46,11 +60,25 @@ class Context:
     def warn(self, file: str, path: str, code: str, message: str) -> None:
         self.warnings.append(Issue(file, path, code, message))
 
-    def check_path(self, value: Any, *, file: str, path: str, rel_dir: str = "") -> str | None:
+    def check_path(
+        self, value: Any, *, file: str, path: str, rel_dir: str = "", also_from: str = ""
+    ) -> str | None:
         """Check a package-relative path; return its normalised form ("schemas/x.json") or None.
 
-        rel_dir is the folder the path is relative to ("" for the package root).
+        rel_dir is the folder the path is relative to ("" for the package root). also_from: a
+        second folder to read it from when it leaves the package or names nothing from rel_dir
+        (a RUNTIME.md's io schemas: package-relative, or relative to the runtime as Covel's
+        packages write them).
         """
+        if also_from and isinstance(value, str) and value.strip():
+            text = value.strip()
+            first = inside_package(rel_dir, text)
+            if first is None or not os.path.isfile(os.path.join(self.root, *first.split("/"))):
+                second = inside_package(also_from, text)
+                if second is not None and os.path.isfile(
+                    os.path.join(self.root, *second.split("/"))
+                ):
+                    rel_dir = also_from
         if not isinstance(value, str):
             return None  # the schema reports the type
         text = value.strip()
@@ -65,19 +93,24 @@ class Context:
                 f"{value!r} must be a path relative to the package, like ./schemas/x.json",
             )
             return None
-        parts = [p for p in text.replace("\\", "/").split("/") if p not in ("", ".")]
-        if ".." in parts:
+        if not [p for p in text.replace("\\", "/").split("/") if p not in ("", ".")]:
+            self.error(file, path, "path-invalid", f"{value!r} does not name a file")
+            return None
+        relative = inside_package(rel_dir, text)
+        if relative is None:
+            where = f"from {rel_dir}/" if rel_dir else "from the package root"
             self.error(
                 file,
                 path,
                 "path-escapes",
-                f"{value!r} may not use '..': paths stay inside the package",
+                f"{value!r} leaves the package: read {where} it resolves to "
+                f"{posixpath.normpath(posixpath.join(rel_dir or '.', text))!r}, outside the "
+                "package folder ('..' is allowed only while the path stays inside)",
             )
             return None
-        if not parts:
+        if relative == ".":
             self.error(file, path, "path-invalid", f"{value!r} does not name a file")
             return None
-        relative = "/".join([*(p for p in rel_dir.split("/") if p), *parts])
         candidate = os.path.join(self.root, *relative.split("/"))
         real = os.path.realpath(candidate)
         if os.path.lexists(candidate) and not (

@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from catalogue.manifest.context import Context, RuntimeDoc
+from catalogue.manifest.context import Context, RuntimeDoc, inside_package
 from catalogue.manifest.rules import (
     ALL_DATASET_OPS,
     DEFAULT_STORY_TIMEOUT_MS,
@@ -60,8 +60,18 @@ def _object_values(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def _package_relative(rel_dir: str, value: str) -> str:
-    parts = [p for p in (rel_dir + "/" + value.replace("\\", "/")).split("/") if p not in ("", ".")]
-    return "./" + "/".join(parts)
+    # Only a valid package is normalised: its paths stay inside (Context.check_path).
+    return "./" + (inside_package(rel_dir, value) or value)
+
+
+def _io_path(ctx: Context, rt: RuntimeDoc, value: str) -> str:
+    """An io schema path package-relative, read as the loader checked it: from the package root,
+    else from the runtime's folder (Covel's packages write ../../schemas/x.json there)."""
+    for rel_dir in ("", rt.rel_dir):
+        relative = inside_package(rel_dir, value.strip())
+        if relative is not None and os.path.isfile(os.path.join(ctx.root, *relative.split("/"))):
+            return "./" + relative
+    return value
 
 
 def service_tool_name(contract: str) -> str:
@@ -106,6 +116,9 @@ def normalise_runtime(ctx: Context, rt: RuntimeDoc, *, single: bool) -> dict[str
     io.setdefault("visibility", "system")
     story = io["visibility"] == "story"
     for binding in _object_values(io.get("inputs")):
+        accepts = binding.get("accepts")
+        if isinstance(accepts, str) and not accepts.startswith("contract:"):
+            binding["accepts"] = _io_path(ctx, rt, accepts)
         source = as_dict(binding.get("from"))
         if "kernel" in source:
             continue  # a kernel input takes no other field
@@ -113,6 +126,11 @@ def normalise_runtime(ctx: Context, rt: RuntimeDoc, *, single: bool) -> dict[str
         binding.setdefault("required", True)
         if "contract" in source:
             source.setdefault("cardinality", "one")
+    if isinstance(io.get("payloadSchema"), str):
+        io["payloadSchema"] = _io_path(ctx, rt, io["payloadSchema"])
+    output = io.get("output")
+    if isinstance(output, dict) and isinstance(output.get("schema"), str):
+        output["schema"] = _io_path(ctx, rt, output["schema"])
     for block in _objects(io.get("selfData")):
         block.setdefault("format", "summary")
         block.setdefault("maxEntries", 50)

@@ -23,7 +23,7 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from catalogue.manifest.context import PLUGIN_FILE, Context
+from catalogue.manifest.context import PLUGIN_FILE, Context, inside_package
 from catalogue.manifest.package_files import FileRefused, read_bytes
 from core.pointer import join
 
@@ -82,10 +82,11 @@ def _items(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
 def _paths(value: Any, rel_dir: str = "") -> list[str]:
     if not isinstance(value, str) or not value.strip():
         return []
-    parts = [p for p in value.strip().replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or ".." in parts or value.strip().startswith(("/", "~")) or "://" in value:
+    text = value.strip()
+    if text.startswith(("/", "\\", "~")) or "://" in text:
         return []  # Context.check_path reports it
-    return ["/".join([*(p for p in rel_dir.split("/") if p), *parts])]
+    relative = inside_package(rel_dir, text)  # None when it leaves the package
+    return [relative] if relative not in (None, ".") else []
 
 
 def check_schema_files(ctx: Context) -> None:

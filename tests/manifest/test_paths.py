@@ -138,3 +138,41 @@ def test_an_unreadable_runtime_manifest_is_reported(
     root = make_package(base)
     (root / "runtimes" / "odd" / "RUNTIME.md").mkdir(parents=True)
     assert codes(load_package(root)) == [("runtimes/odd/RUNTIME.md", "", "file-unreadable")]
+
+
+def test_dotdot_that_stays_inside_the_package_is_accepted_and_normalised(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    # Covel's rule: a path is refused only if it leaves the package after normalising. A
+    # runtime in runtimes/plot/ may name ../../schemas/x.json, as Covel's packages do.
+    del base["runtime"]
+    put(base, "/contributes/events/0/schema", "schemas/../schemas/note.schema.json")
+    plot = {
+        "schedule": {"stage": "post-turn"},
+        "io": {"output": {"schema": "../../schemas/note.schema.json"}},
+        "function": {"handler": "../../lib/plot.js"},
+    }
+    root = make_package(base, runtimes={"plot": plot}, files={"lib/plot.js": "x"})
+    result = load_package(root)
+    assert result.ok, result.errors
+    assert result.manifest is not None
+    [runtime] = result.manifest.runtimes
+    # Normalised package-relative, so no reader ever joins the package folder with "..".
+    assert runtime.data["function"]["handler"] == "./lib/plot.js"
+    assert runtime.data["io"]["output"]["schema"] == "./schemas/note.schema.json"
+
+
+def test_a_path_that_leaves_says_where_it_resolves(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    del base["runtime"]
+    leaving = {
+        "schedule": {"stage": "post-turn"},
+        "function": {"handler": "../../../outside.js"},
+    }
+    root = make_package(base, runtimes={"plot": leaving})
+    result = load_package(root)
+    assert codes(result) == [("runtimes/plot/RUNTIME.md", "/function/handler", "path-escapes")]
+    message = result.errors[0].message
+    assert "'../../../outside.js' leaves the package" in message
+    assert "from runtimes/plot/ it resolves to '../outside.js'" in message

@@ -151,3 +151,18 @@ def test_control_characters_from_a_manifest_are_escaped(
     assert "\x1b" not in as_json.stdout and "\u202e" not in as_json.stdout
     errors = json.loads(as_json.stdout)["packages"][0]["errors"]
     assert {e["path"] for e in errors} == {"/\u001b[2J\u202egnp.exe", "/kind"}
+
+
+def test_validate_plugin_names_each_path_that_leaves_the_package(
+    make_package: PackageFactory, base: dict[str, Any]
+) -> None:
+    put(base, "/contributes/events/0/schema", "../elsewhere/x.json")
+    put(base, "/contracts/notes.view@1/schema", "schemas/../schemas/note.schema.json")
+    root = make_package(base)
+    done = run(str(root))
+    assert done.returncode == 1
+    # Only the path that leaves is reported, with its field, its code and where it resolves.
+    assert "/contributes/events/0/schema" in done.stdout
+    assert "path-escapes" in done.stdout
+    assert "resolves to '../elsewhere/x.json', outside the package folder" in done.stdout
+    assert "/contracts/notes.view@1/schema" not in done.stdout

@@ -16,8 +16,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils.module_loading import import_string
 
+from catalogue import callouts
 from catalogue.manifest import load_package
 from catalogue.manifest.types import Issue
 
@@ -51,9 +51,9 @@ def is_source_plugin(folder: Path) -> bool:
 def validate_folder(folder: Path) -> Verdict:
     path = str(folder)
     if is_source_plugin(folder):
-        # The sources app sits above the catalogue (its loader reuses the catalogue's) and is
-        # optional: its loader is a dotted path in settings (COVEL_SOURCE_PLUGIN_LOADER).
-        source = import_string(settings.COVEL_SOURCE_PLUGIN_LOADER)(folder)
+        # The sources app sits above the catalogue (its loader reuses the catalogue's): it
+        # registers its loader in a slot (catalogue/callouts.py).
+        source = callouts.source_plugin_loader.get()(folder)
         return Verdict(
             path=path,
             package_id=str(source.plugin_id),
