@@ -26,6 +26,7 @@ from referencing.exceptions import Unresolvable
 
 from catalogue.manifest.context import PLUGIN_FILE, Context, RuntimeDoc
 from catalogue.manifest.hostrange import RangeError, parse_version, satisfies
+from catalogue.manifest.origins import check_origin_reachable
 from core.pointer import is_pointer, join
 
 # Exactly the spec's "lowercase letters, digits and hyphens": "a--b" or "-a" are IDs too. Used
@@ -138,6 +139,7 @@ def check_http_permissions(ctx: Context, value: Any, *, file: str, path: str) ->
         origin = entry.get("origin")
         origin_path = join(path, i, "origin")
         if isinstance(origin, str):
+            check_origin_reachable(ctx, origin, file=file, path=origin_path)
             canonical = check_origin(ctx, origin, file=file, path=origin_path)
             if canonical is not None:
                 if canonical in seen:
