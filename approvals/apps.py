@@ -3,3 +3,21 @@ from django.apps import AppConfig
 
 class ApprovalsConfig(AppConfig):
     name = "approvals"
+
+    def ready(self) -> None:
+        # The catalogue (a lower floor) deletes a package's row when its folder is gone; it may
+        # not import approvals, so the approvals app listens for that deletion instead.
+        from django.db.models.signals import post_delete
+
+        from catalogue.models import Package
+
+        post_delete.connect(
+            _package_removed, sender=Package, dispatch_uid="approvals-package-removed"
+        )
+
+
+def _package_removed(sender: type, instance: object, **kwargs: object) -> None:
+    """Close the pending requests of a package the catalogue just removed."""
+    from approvals.services import approval_requests_withdraw_gone
+
+    approval_requests_withdraw_gone(package_keys=[instance.package_id])  # type: ignore[attr-defined]
