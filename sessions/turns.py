@@ -225,7 +225,10 @@ class TurnExecutor:
         self.narrative_text = ""
         self.datasets = {m.id: datasets_of(m) for m in self.active}
         self.overlay = TurnOverlay(
-            load=self._load_stored, datasets=self.datasets, lister=self._list_stored
+            load=self._load_stored,
+            datasets=self.datasets,
+            lister=self._list_stored,
+            usage=selectors.plugin_data_usage_reader(session_id=session.pk),
         )
         self.exports: list[tuple[str, str, str, Any]] = []  # (plugin, runtime, recordAs, value)
         # What each runtime asked to show the player: committed only if the runtime succeeds
@@ -1325,7 +1328,6 @@ class TurnExecutor:
                         "plugin": plugin,
                         "namespace": namespace,
                         "key": key,
-                        "value": None if value is MISSING else value,
                         "deleted": value is MISSING,
                     }
                 )
