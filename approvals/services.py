@@ -298,7 +298,12 @@ def _check_fresh(*, request: ApprovalRequest) -> None:
         f"package {request.package_key} changed since request #{request.pk} was made; "
         "reload and decide on its current request"
     )
-    if request.state in (State.SUPERSEDED, State.WITHDRAWN):
+    if request.state == State.WITHDRAWN:
+        raise ApprovalScopeChanged(
+            f"package {request.package_key} is no longer installed; request #{request.pk} "
+            "was closed without a decision"
+        )
+    if request.state == State.SUPERSEDED:
         raise ApprovalScopeChanged(changed)
     package = Package.objects.filter(package_id=request.package_key).first()
     if package is None:

@@ -84,6 +84,8 @@ def test_a_package_that_failed_validation_then_disappeared_leaves_no_pending_req
         content_type="application/json",
     )
     assert answer.status_code == 409
+    assert answer.json()["code"] == "approval_scope_changed"
+    assert "is no longer installed" in answer.json()["message"]
 
 
 def test_a_package_that_comes_back_asks_again(folders):
