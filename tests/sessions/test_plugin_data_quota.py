@@ -193,3 +193,23 @@ def test_the_panel_is_a_page_with_long_values_cut(hoard_session, alice):
     second = client.get(f"/sessions/{hoard_session.pk}/", {"data_offset": 50}).content.decode()
     assert second.count('<tr data-key="hoarder/hoard/') == 10
     assert 'data-key="hoarder/hoard/k0059"' in second and "51–60 / 60" in second
+
+
+def test_the_api_page_costs_the_same_queries_for_few_or_many_rows(hoard_session, alice):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.force_login(alice)
+
+    def cost(path: str) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(path).status_code == 200
+        return len(queries)
+
+    api = f"/api/sessions/{hoard_session.pk}/plugin-data"
+    rpc(alice, hoard_session, {"count": 3, "chars": 5})
+    few = cost(api)
+    rpc(alice, hoard_session, {"count": 80, "chars": 5})
+    assert cost(api) == few
+    assert PluginData.objects.filter(session=hoard_session).count() == 80
