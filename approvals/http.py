@@ -7,7 +7,8 @@ Rules, in the order they are checked (each request and each redirect hop):
   package-level ones. Community packages use the grants of their approved request; bundled
   packages use what they declare;
 - every address the host name resolves to must be public (private, loopback, link-local,
-  multicast, reserved and unspecified ones are refused) unless COVEL_HTTP_ALLOW_PRIVATE is true;
+  multicast, reserved and unspecified ones are refused, and an IPv6 address carrying an IPv4
+  one counts as that IPv4 address: core/addresses.py) unless COVEL_HTTP_ALLOW_PRIVATE is true;
   the connection goes to the address that was checked, so DNS cannot change it in between.
 """
 
@@ -26,6 +27,7 @@ from urllib.parse import urljoin, urlsplit
 from django.conf import settings
 
 from approvals.permissions import HTTP_METHODS, grant_covers, normalise_origin
+from core.addresses import is_public_address
 
 MAX_REDIRECTS = 5
 MAX_TIMEOUT = 60.0
@@ -180,10 +182,9 @@ def _check_url(
 
 
 def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    # One classification with the loader's origin check: an IPv6 address that carries an IPv4
+    # one (::127.0.0.1, 64:ff9b::7f00:1, 2002:7f00:1::, ...) counts as the IPv4 one it carries.
+    return is_public_address(address)
 
 
 def _resolve(

@@ -38,6 +38,8 @@ class ApprovalRequest(models.Model):
         REVOKED = "revoked", "Revoked"
         # A newer sync of the package replaced this request before anyone decided on it.
         SUPERSEDED = "superseded", "Superseded"
+        # The package disappeared (its folder is gone) before anyone decided: closed, with a note.
+        WITHDRAWN = "withdrawn", "Withdrawn"
 
     # The package row may be deleted when its folder disappears; the history must outlive it.
     package = models.ForeignKey(
@@ -124,6 +126,7 @@ class JournalEntry(models.Model):
         REVOKED = "revoked", "Revoked"
         CARRIED_OVER = "carried over", "Carried over"
         SUPERSEDED = "superseded", "Superseded"
+        WITHDRAWN = "withdrawn", "Withdrawn"
 
     request = models.ForeignKey(ApprovalRequest, on_delete=models.PROTECT, related_name="journal")
     package_key = models.CharField(max_length=100, db_index=True)

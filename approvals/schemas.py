@@ -9,7 +9,9 @@ from core.schemas import PageOut, PageQuery
 
 
 class ApprovalFilter(PageQuery):
-    state: Literal["pending", "approved", "denied", "revoked"] | None = None
+    state: Literal["pending", "approved", "denied", "revoked", "superseded", "withdrawn"] | None = (
+        None
+    )
 
 
 class DecisionIn(Schema):

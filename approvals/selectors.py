@@ -143,7 +143,7 @@ def approval_current(*, package_key: str) -> ApprovalRequest | None:
 
 def approval_is_current(*, request: ApprovalRequest) -> bool:
     """True when staff can still decide on it (it is the newest request and the package is unchanged)."""
-    if request.state == State.SUPERSEDED:
+    if request.state in (State.SUPERSEDED, State.WITHDRAWN):
         return False
     package = request.package
     if package is None or package.content_hash != request.content_hash:

@@ -100,6 +100,36 @@ def _supersede(*, request: ApprovalRequest, reason: str) -> None:
     _journal(request=request, action=Action.SUPERSEDED, note=reason)
 
 
+def approval_requests_withdraw_gone(*, package_keys: list[str] | None = None) -> list[int]:
+    """Close every pending request whose package is no longer installed (its folder is gone),
+    with a journal note, so the staff queue holds only what can still be decided.
+
+    package_keys limits the sweep to those packages (the catalogue just removed them); None
+    sweeps every pending request. Returns the ids of the requests closed.
+    """
+    pending = ApprovalRequest.objects.filter(state=State.PENDING)
+    if package_keys is not None:
+        pending = pending.filter(package_key__in=package_keys)
+    installed = Package.objects.filter(package_id__in=pending.values("package_key"))
+    closed: list[int] = []
+    with transaction.atomic():
+        stale = (
+            pending.exclude(package_key__in=installed.values("package_id"))
+            .select_for_update()
+            .order_by("id")
+        )
+        for request in stale:
+            request.state = State.WITHDRAWN
+            request.note = (
+                f"closed without a decision: package {request.package_key} is no longer "
+                "installed (its folder was removed or no longer loads under that id)"
+            )
+            request.save(update_fields=["state", "note", "updated_at"])
+            _journal(request=request, action=Action.WITHDRAWN, note=request.note)
+            closed.append(request.pk)
+    return closed
+
+
 def approval_request_sync(*, package: Package) -> None:
     """Record what a community package asks for after the catalogue saved it.
 
@@ -128,6 +158,7 @@ def approval_request_sync(*, package: Package) -> None:
             request = None
         elif (
             current is not None
+            and current.state != State.WITHDRAWN
             and current.permissions_hash == digest
             and current.version == package.version
         ):
@@ -264,6 +295,11 @@ def _check_fresh(*, request: ApprovalRequest) -> None:
         f"package {request.package_key} changed since request #{request.pk} was made; "
         "reload and decide on its current request"
     )
+    if request.state == State.WITHDRAWN:
+        raise ApprovalScopeChanged(
+            f"package {request.package_key} is no longer installed; request #{request.pk} "
+            "was closed without a decision"
+        )
     if request.state == State.SUPERSEDED:
         raise ApprovalScopeChanged(changed)
     package = Package.objects.filter(package_id=request.package_key).first()

@@ -1,8 +1,13 @@
-"""A guard in front of /api/: a NUL character never reaches the database.
+"""A guard in front of /api/: a NUL character never reaches the database, and a body over the
+upload limit is refused in the API's error shape.
 
 PostgreSQL text cannot hold NUL (0x00) and refuses the whole statement, so an address, query
 or JSON body with one would otherwise end as a 500 (and SQLite would store it). It is refused
 here, once for every operation, as a 422 in the one error shape (docs/api.md).
+
+This guard is the first to read an /api/ request's body, so a body over
+DATA_UPLOAD_MAX_MEMORY_SIZE fails here: it answers 400 `body_too_large` as JSON rather than
+Django's HTML "Bad Request" page.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from core.errors import error_body, issue, pointer
@@ -57,7 +64,10 @@ def _nul_pointer(request: HttpRequest) -> str | None:
 def api_nul_guard(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable:
     def middleware(request: HttpRequest) -> HttpResponse:
         if request.path.startswith("/api/"):
-            where = _nul_pointer(request)
+            try:
+                where = _nul_pointer(request)
+            except RequestDataTooBig:
+                return _too_big()
             if where is not None:
                 message = f"{where}: a NUL character (0x00) cannot be stored"
                 details = {"issues": [issue(where, "nul", "a NUL character cannot be stored")]}
@@ -65,3 +75,9 @@ def api_nul_guard(get_response: Callable[[HttpRequest], HttpResponse]) -> Callab
         return get_response(request)
 
     return middleware
+
+
+def _too_big() -> JsonResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    message = f"the request body is larger than this server takes ({limit} bytes)"
+    return JsonResponse(error_body("body_too_large", message, {"limit": limit}), status=400)

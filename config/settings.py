@@ -145,7 +145,11 @@ AUTH_PASSWORD_VALIDATORS = [
 # every endpoint that starts one; failed sign-ins per account and per address.
 # (The suite plays hundreds of turns a minute as the same few users: its default is no limit.)
 COVEL_TURN_RATE = env_str("COVEL_TURN_RATE", "100000/s" if _TESTING else "30/m")
-COVEL_LOGIN_FAILURES_PER_ACCOUNT = env_int("COVEL_LOGIN_FAILURES_PER_ACCOUNT", 5)
+# Per (account, address) pair, not per account: a per-account count lets a stranger lock the
+# owner out (accounts/limits.py). The old variable name is still read.
+COVEL_LOGIN_FAILURES_PER_ACCOUNT_ADDRESS = env_int(
+    "COVEL_LOGIN_FAILURES_PER_ACCOUNT_ADDRESS", env_int("COVEL_LOGIN_FAILURES_PER_ACCOUNT", 5)
+)
 COVEL_LOGIN_FAILURES_PER_ADDRESS = env_int("COVEL_LOGIN_FAILURES_PER_ADDRESS", 20)
 COVEL_LOGIN_FAILURE_WINDOW_SECONDS = env_int("COVEL_LOGIN_FAILURE_WINDOW_SECONDS", 900)
 if env_str("REDIS_URL"):

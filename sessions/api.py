@@ -32,7 +32,8 @@ from sessions.schemas import (
     InteractionSubmitIn,
     JobAcceptedOut,
     LorebookOut,
-    PluginDataOut,
+    PluginDataPageOut,
+    PluginDataQuery,
     RpcIn,
     RpcOut,
     RunIn,
@@ -148,11 +149,21 @@ def update_session(request: HttpRequest, session_id: str, data: SessionStatusIn)
     return session_out(session)
 
 
-@router.get(
-    "/sessions/{session_id}/plugin-data", response={200: list[PluginDataOut], **READ_ERRORS}
-)
-def plugin_data(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
-    return selectors.plugin_data_rows(session=_session(request, session_id))
+@router.get("/sessions/{session_id}/plugin-data", response={200: PluginDataPageOut, **READ_ERRORS})
+def plugin_data(
+    request: HttpRequest, session_id: str, query: Query[PluginDataQuery]
+) -> dict[str, Any]:
+    """The session's committed plugin data by plugin, namespace and key; ?limit=&offset= page,
+    ?plugin=&namespace=&key= narrow it (the play page fetches the keys an event names)."""
+    rows, count = selectors.plugin_data_page(
+        session=_session(request, session_id),
+        limit=query.limit,
+        offset=query.offset,
+        plugin=query.plugin,
+        namespace=query.namespace,
+        key=query.key,
+    )
+    return page(rows, count=count, limit=query.limit, offset=query.offset)
 
 
 @router.get("/sessions/{session_id}/lorebook", response={200: LorebookOut, **READ_ERRORS})

@@ -18,8 +18,16 @@ from pluginhost.errors import CallbackRefused
 from sessions import store_reads
 from sessions.errors import WriteRefused
 from sessions.models import PluginData, Session, Turn
-from sessions.operations import MISSING, TurnOverlay, check_value, datasets_of
+from sessions.operations import (
+    MISSING,
+    TurnOverlay,
+    check_quota,
+    check_value,
+    datasets_of,
+    value_size,
+)
 from sessions.proposals import reserved_namespace
+from sessions.selectors import plugin_data_usage
 
 MAX_MESSAGES_PAGE = 500
 
@@ -110,6 +118,7 @@ class SessionCallbacks(PackageCapabilities):
                     session=self.session, plugin_id=self.package, namespace=namespace, key=key
                 ).delete()
             else:
+                self._check_quota(namespace=namespace, key=key, value=value)
                 PluginData.objects.update_or_create(
                     session=self.session,
                     plugin_id=self.package,
@@ -119,6 +128,32 @@ class SessionCallbacks(PackageCapabilities):
                 )
         if self.on_write is not None:
             self.on_write(namespace, key, value)
+
+    def _check_quota(self, *, namespace: str, key: str, value: Any) -> None:
+        """The package's quota in this session, counted with this write replacing the key's
+        current value; over it, the write is refused whole (the RPC's earlier writes stay)."""
+        keys, size = plugin_data_usage(session_id=self.session.pk, plugin=self.package)
+        old = (
+            PluginData.objects.filter(
+                session=self.session, plugin_id=self.package, namespace=namespace, key=key
+            )
+            .values_list("size", flat=True)
+            .first()
+        )
+        keys += 1 if old is None else 0
+        new_size = value_size(value)
+        if old is not None and new_size <= old:
+            return  # a write that does not grow the package's data is never refused
+        try:
+            check_quota(
+                plugin=self.package,
+                namespace=namespace,
+                key=key,
+                keys=keys,
+                size=size - (old or 0) + new_size,
+            )
+        except WriteRefused as exc:
+            raise CallbackRefused(str(exc), code=exc.code) from None
 
     # ------------------------------------------------------------------ nested calls
 

@@ -26,7 +26,7 @@ from pluginhost.callbacks import HostCallbacks
 from pluginhost.errors import CallbackRefused
 from sessions import hooks
 from sessions.models import Session, Turn
-from sessions.operations import MISSING
+from sessions.operations import MISSING, stored_size
 from sessions.turn_store import DeferredJob
 from worlds.models import World
 
@@ -112,6 +112,10 @@ class MemoryStore:
 
     def stored_list(self, plugin: str, namespace: str) -> dict[str, Any]:
         return {k: v for (p, n, k), v in self.data.items() if (p, n) == (plugin, namespace)}
+
+    def plugin_data_usage(self, plugin: str) -> tuple[int, int]:
+        values = [v for (p, _, _), v in self.data.items() if p == plugin]
+        return len(values), sum(stored_size(v) for v in values)
 
     def world(self) -> dict[str, Any]:
         return {**MOCK_WORLD, "characters": []}

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
+
+from sessions.operations import value_size
 
 
 class Session(models.Model):
@@ -111,6 +114,9 @@ class PluginData(models.Model):
     namespace = models.CharField(max_length=200)
     key = models.CharField(max_length=500)
     value = models.JSONField(null=True)
+    # Bytes of the value as compact UTF-8 JSON, kept with it: a package's quota per session is
+    # one SUM over its rows (sessions/operations.py, PLUGIN_DATA_MAX_BYTES).
+    size = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -123,6 +129,13 @@ class PluginData(models.Model):
 
     def __str__(self) -> str:
         return f"{self.plugin_id}/{self.namespace}/{self.key}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.size = value_size(self.value)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "value" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "size"}  # update_or_create names only value
+        super().save(*args, **kwargs)
 
 
 class RecordedExport(models.Model):

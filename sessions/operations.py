@@ -27,6 +27,12 @@ from core import pointer
 from sessions.errors import OperationError, WriteRefused
 
 MAX_VALUE_BYTES = 262144
+# What one package may keep in one session, over all its namespaces (docs/sessions.md, "Plugin
+# data quota"): 1000 keys, and 4 MiB (16 values at the spec's one-value limit of 262144 bytes).
+# A write that would pass either is refused whole with code quota-exceeded.
+PLUGIN_DATA_MAX_KEYS = 1000
+PLUGIN_DATA_MAX_BYTES = 4 * 1024 * 1024
+QUOTA_CODE = "quota-exceeded"
 OP_KINDS = ("set", "merge", "inc", "append", "insert", "remove", "upsertItem", "delete")
 
 
@@ -496,6 +502,28 @@ def check_value(
         )
 
 
+def check_quota(*, plugin: str, namespace: str, key: str, keys: int, size: int) -> None:
+    """Raise WriteRefused when a package would hold more than its quota in one session."""
+    if keys <= PLUGIN_DATA_MAX_KEYS and size <= PLUGIN_DATA_MAX_BYTES:
+        return
+    raise WriteRefused(
+        plugin=plugin,
+        namespace=namespace,
+        key=key,
+        code=QUOTA_CODE,
+        message=(
+            f"package {plugin} would keep {keys} keys and {size} bytes of plugin data in this "
+            f"session; a package may keep at most {PLUGIN_DATA_MAX_KEYS} keys and "
+            f"{PLUGIN_DATA_MAX_BYTES} bytes per session (delete keys it no longer needs)"
+        ),
+    )
+
+
+def stored_size(value: Any) -> int:
+    """Bytes a value takes in the quota (PluginData.size); a key that holds nothing takes none."""
+    return 0 if value is MISSING else value_size(value)
+
+
 def write_value(
     current: Any,
     ops: Sequence[Mapping[str, Any]],
@@ -537,6 +565,7 @@ def write_value(
 
 Loader = Callable[[str, str, str], Any]  # (plugin, namespace, key) -> stored value or MISSING
 Lister = Callable[[str, str], Mapping[str, Any]]  # (plugin, namespace) -> {key: stored value}
+Usage = Callable[[str], tuple[int, int]]  # plugin -> (keys, bytes) it keeps in the session now
 
 
 @dataclass(frozen=True)
@@ -601,6 +630,8 @@ class TurnOverlay:
     load: Loader
     datasets: Mapping[str, Mapping[str, Dataset]] = field(default_factory=dict)
     lister: Lister | None = None
+    # The committed use of each package, for the quota; None (offline cases) checks no quota.
+    usage: Usage | None = None
     writes: list[StagedWrite] = field(default_factory=list)
     completed: list[str] = field(default_factory=list)  # succeeded runtimes, in completion order
     failed: set[str] = field(default_factory=set)
@@ -755,6 +786,7 @@ class TurnOverlay:
         vetoed = {r: Dropped(r, "hook-vetoed", why) for r, why in self.vetoed.items()}
         dropped.update(vetoed)
         self._cascade(dropped, story_set)
+        used: dict[str, tuple[int, int]] = {}  # plugin -> committed (keys, bytes), read once
         while True:
             values: dict[tuple[str, str, str], Any] = {}
             new_drop = False
@@ -777,6 +809,7 @@ class TurnOverlay:
                             key=write.key,
                             dataset=self._dataset(write.plugin, write.namespace),
                         )
+                    self._check_quotas(own, trial, latest, used)
                 except WriteRefused as exc:
                     refusals[runtime] = exc
                     dropped[runtime] = Dropped(runtime, "write-refused", str(exc))
@@ -794,6 +827,36 @@ class TurnOverlay:
             dropped=tuple(dropped[r] for r in runtimes if r in dropped and r not in vetoed),
             kept=kept,
         )
+
+    def _check_quotas(
+        self,
+        own: list[StagedWrite],
+        trial: Mapping[tuple[str, str, str], Any],
+        latest: Mapping[tuple[str, str, str], Any],
+        used: dict[str, tuple[int, int]],
+    ) -> None:
+        """Refuse a runtime's writes (all of them) when, with every write kept so far, a package
+        it wrote would pass its quota. Shrinking writes pass even over the quota."""
+        if self.usage is None or not own:
+            return
+        last = {w.plugin: w for w in own}
+        for plugin, write in last.items():
+            if plugin not in used:
+                used[plugin] = self.usage(plugin)
+            keys, size = used[plugin]
+            grew = False
+            for where, value in trial.items():
+                if where[0] != plugin:
+                    continue
+                before = latest[where]
+                keys += (value is not MISSING) - (before is not MISSING)
+                delta = stored_size(value) - stored_size(before)
+                size += delta
+                grew = grew or delta > 0 or (before is MISSING and value is not MISSING)
+            if grew:
+                check_quota(
+                    plugin=plugin, namespace=write.namespace, key=write.key, keys=keys, size=size
+                )
 
     def _cascade(self, dropped: dict[str, Dropped], story: set[str]) -> None:
         changed = True

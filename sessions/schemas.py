@@ -6,7 +6,7 @@ from typing import Any
 
 from ninja import Field, Schema
 
-from core.schemas import PageOut
+from core.schemas import PageOut, PageQuery
 from sessions.forms import PLAYER_MESSAGE_MAX_LENGTH
 
 
@@ -191,7 +191,22 @@ class PluginDataOut(Schema):
     namespace: str
     key: str
     value: Any = None
+    size: int = Field(
+        description="Bytes of the value as compact UTF-8 JSON (what the quota counts)."
+    )
     updatedAt: str
+
+
+class PluginDataQuery(PageQuery):
+    """?limit=&offset= page; plugin, namespace and key narrow it (exact matches)."""
+
+    plugin: str | None = Field(None, max_length=100)
+    namespace: str | None = Field(None, max_length=200)
+    key: str | None = Field(None, max_length=500)
+
+
+class PluginDataPageOut(PageOut):
+    items: list[PluginDataOut]
 
 
 class LoreEntryOut(Schema):

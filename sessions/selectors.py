@@ -6,13 +6,14 @@ import json
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet, Sum
 
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
@@ -104,20 +105,51 @@ def plugin_data_value(*, session: Session, plugin: str, namespace: str, key: str
     return None if row is None else row.value
 
 
-def plugin_data_rows(*, session: Session) -> list[dict[str, Any]]:
-    """Every committed value of the session, for the plugin data panel and the API."""
-    return [
-        {
-            "plugin": row.plugin_id,
-            "namespace": row.namespace,
-            "key": row.key,
-            "value": row.value,
-            "updatedAt": row.updated_at.isoformat(),
-        }
-        for row in PluginData.objects.filter(session=session).order_by(
-            "plugin_id", "namespace", "key"
-        )
-    ]
+def _plugin_data_row(row: PluginData) -> dict[str, Any]:
+    return {
+        "plugin": row.plugin_id,
+        "namespace": row.namespace,
+        "key": row.key,
+        "value": row.value,
+        "size": row.size,
+        "updatedAt": row.updated_at.isoformat(),
+    }
+
+
+def plugin_data_page(
+    *,
+    session: Session,
+    limit: int,
+    offset: int = 0,
+    plugin: str | None = None,
+    namespace: str | None = None,
+    key: str | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """One page of the session's committed values (by plugin, namespace, key) and the count of
+    all that match: the plugin data panel and GET /api/sessions/{id}/plugin-data. Two queries."""
+    rows = PluginData.objects.filter(session=session)
+    if plugin is not None:
+        rows = rows.filter(plugin_id=plugin)
+    if namespace is not None:
+        rows = rows.filter(namespace=namespace)
+    if key is not None:
+        rows = rows.filter(key=key)
+    count = rows.count()
+    page = rows.order_by("plugin_id", "namespace", "key")[offset : offset + limit]
+    return [_plugin_data_row(row) for row in page], count
+
+
+def plugin_data_usage(*, session_id: Any, plugin: str) -> tuple[int, int]:
+    """(keys, bytes) one package keeps in a session now: what its quota is measured against."""
+    totals = PluginData.objects.filter(session_id=session_id, plugin_id=plugin).aggregate(
+        keys=Count("id"), size=Sum("size")
+    )
+    return totals["keys"] or 0, totals["size"] or 0
+
+
+def plugin_data_usage_reader(*, session_id: Any) -> Callable[[str], tuple[int, int]]:
+    """plugin_data_usage bound to a session: the TurnOverlay's `usage`."""
+    return lambda plugin: plugin_data_usage(session_id=session_id, plugin=plugin)
 
 
 def export_latest(*, session: Session, plugin: str, record_as: str) -> RecordedExport | None:

@@ -503,8 +503,10 @@ def session_rpc(
             package=plugin,
             runtime=None,
             manifest=manifest,
+            # The event names what changed, never the values: a reader fetches the keys it shows
+            # (GET .../plugin-data?plugin=&namespace=&key=), so one RPC cannot flood every stream.
             on_write=lambda ns, key, value: written.append(
-                {"plugin": plugin, "namespace": ns, "key": key, "value": value}
+                {"plugin": plugin, "namespace": ns, "key": key, "deleted": value is None}
             ),
         )
         # A command hands its action Covel's invocation, {args, ...}, as payload and ctx.command.

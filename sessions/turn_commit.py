@@ -49,7 +49,6 @@ def turn_commit(state: TurnState, *, session_locked: bool = False) -> dict[str, 
                 "plugin": plugin,
                 "namespace": namespace,
                 "key": key,
-                "value": None if value is MISSING else value,
                 "deleted": value is MISSING,
             }
             for (plugin, namespace, key), value in outcome.values.items()

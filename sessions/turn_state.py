@@ -186,6 +186,7 @@ class TurnState:
             load=self.stored,
             datasets={m.id: datasets_of(m) for m in self.active},
             lister=self.stored_list,
+            usage=self.store.plugin_data_usage,
         )
         self.exports: list[tuple[str, str, str, Any]] = []  # (plugin, runtime, recordAs, value)
         self.asks = Asks()

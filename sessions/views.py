@@ -130,6 +130,38 @@ def _outcome_rows(session: Session) -> list[dict[str, Any]]:
     return rows
 
 
+# The play page's plugin data panel: a page of rows, and values over this size shown cut short
+# (the whole value is one GET /api/sessions/{id}/plugin-data?plugin=&namespace=&key= away).
+PANEL_PAGE_SIZE = 50
+PANEL_VALUE_CHARS = 2000
+
+
+def _plugin_data_panel(request: HttpRequest, session: Session) -> dict[str, Any]:
+    try:
+        offset = max(0, min(int(request.GET.get("data_offset", 0)), 1_000_000))
+    except ValueError:
+        offset = 0
+    rows, count = play_selectors.plugin_data_page(
+        session=session, limit=PANEL_PAGE_SIZE, offset=offset
+    )
+    for row in rows:
+        text = json.dumps(row["value"], ensure_ascii=False, separators=(",", ":"))
+        if len(text) > PANEL_VALUE_CHARS:
+            # A plain string, so the template shows the cut text and never folds the whole value.
+            row["value"] = text = f"{text[:PANEL_VALUE_CHARS]}… ({row['size']} bytes)"
+        row["json"] = text
+    before = max(0, offset - PANEL_PAGE_SIZE) if offset else None
+    after = offset + PANEL_PAGE_SIZE if offset + PANEL_PAGE_SIZE < count else None
+    return {
+        "rows": rows,
+        "count": count,
+        "first": offset + 1 if rows else 0,
+        "last": offset + len(rows),
+        "previous": before,
+        "next": after,
+    }
+
+
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
@@ -159,10 +191,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "outcomes": _outcome_rows(session),
         "turns": turns,
         "last_results": turns[-1].results if turns else [],
-        "plugin_data": [
-            {**row, "json": json.dumps(row["value"], ensure_ascii=False, separators=(",", ":"))}
-            for row in play_selectors.plugin_data_rows(session=session)
-        ],
+        "plugin_data": _plugin_data_panel(request, session),
         "last_seq": last_event_seq(session=session),
         "forms": play_selectors.interaction_pending_list(session=session),
         "notifications": play_selectors.notice_recent_list(session=session),

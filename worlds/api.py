@@ -23,6 +23,7 @@ from worlds.schemas import PackageSettingsOut, WorldOut
 from worlds.selectors import Session
 from worlds.services import (
     SettingsInvalid,
+    WorldFileConflict,
     WorldFileError,
     session_plugin_settings_update,
     world_plugin_settings_update,
@@ -129,6 +130,8 @@ def world_plugin_settings_put(
         )
     except SettingsInvalid as exc:
         raise _invalid(exc) from None
+    except WorldFileConflict as exc:
+        raise Conflict(str(exc), code="world_file_changed") from None
     except WorldFileError as exc:
         raise Conflict(str(exc), code="world_file_error") from None
     return _panel(request, package, world, None)

@@ -23,7 +23,14 @@ from worlds.data_files import (
 )
 from worlds.fields import FieldError, check_values
 from worlds.models import SessionPluginSettings, World
-from worlds.world_file import WORLD_FILE, WorldFile, read_world, write_plugin_settings
+from worlds.world_file import (
+    MISSING_PRESET,
+    WORLD_FILE,
+    PresetConflict,
+    WorldFile,
+    merge_plugin_settings,
+    read_world,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -40,7 +47,25 @@ class SettingsInvalid(Exception):
 
 
 class WorldFileError(Exception):
-    """The world's world.yaml could not be rewritten; nothing was saved."""
+    """The world's world.yaml could not be rewritten; nothing was saved.
+
+    The message names the file relative to the world folders (`harbor/world.yaml`), never the
+    server's absolute path.
+    """
+
+
+class WorldFileConflict(WorldFileError):
+    """A key the save names was edited by hand in world.yaml since the hub read it."""
+
+
+def _shown(value: Any) -> str:
+    return "(not set)" if value is MISSING_PRESET else repr(value)
+
+
+def _file_problem(world_id: str, exc: BaseException) -> str:
+    # An OSError's str() carries the absolute path of the file it failed on; strerror does not.
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"cannot write {world_id}/{WORLD_FILE}: {reason}"
 
 
 # --- Indexing world folders -----------------------------------------------------------------
@@ -271,30 +296,74 @@ def world_plugin_settings_update(
         raise PermissionDenied(f"you may not edit the presets of world {world.world_id}")
     stored = selectors.world_values(world=world, package_id=package.package_id)
     changes = _checked_changes(package=package, values=values, stored=stored)
+    conflict: PresetConflict | None = None
     with transaction.atomic():
         locked = World.objects.select_for_update().get(pk=world.pk)
         presets = dict(locked.plugin_settings or {})
-        merged = _merge(presets.get(package.package_id) or {}, changes)
+        base = presets.get(package.package_id) or {}
+        merged = _merge(base, changes)
+        fields = ["plugin_settings", "updated_at"]
+        if locked.source_dir:
+            # The file, not the row, is the truth for keys this save does not name: a hand edit
+            # made since the last sync is kept, and one to a key the save names is a conflict.
+            try:
+                merged, hash_before, hash_after = merge_plugin_settings(
+                    Path(locked.source_dir),
+                    package_id=package.package_id,
+                    base=base,
+                    changes=changes,
+                )
+            except PresetConflict as exc:
+                # Nothing is written, but the hub takes the file's values for this package, so
+                # the reloaded page (or the next GET) shows them and a new save can succeed.
+                conflict, merged = exc, exc.on_disk
+            except (OSError, ValueError, YAMLError) as exc:
+                raise WorldFileError(_file_problem(locked.world_id, exc)) from exc
+            else:
+                # Other hand edits (a name, another package) wait for the next sync: the stored
+                # hash moves only when the file was what the hub last read.
+                if hash_before == locked.content_hash:
+                    locked.content_hash = hash_after
+                    fields.append("content_hash")
         if merged:
             presets[package.package_id] = merged
         else:
             presets.pop(package.package_id, None)
         locked.plugin_settings = presets
-        fields = ["plugin_settings", "updated_at"]
-        if locked.source_dir:
-            try:
-                locked.content_hash = write_plugin_settings(
-                    Path(locked.source_dir), package_id=package.package_id, values=merged
-                )
-            except (OSError, ValueError, YAMLError) as exc:
-                raise WorldFileError(
-                    f"cannot write {locked.source_dir}/{WORLD_FILE}: {exc}"
-                ) from exc
-            fields.append("content_hash")
         locked.save(update_fields=fields)
     world.plugin_settings = locked.plugin_settings
     world.content_hash = locked.content_hash
+    if conflict is not None:
+        edits = "; ".join(
+            f"{key}: the hub had {_shown(had)}, the file now says {_shown(has)}"
+            for key, (had, has) in sorted(conflict.keys.items())
+        )
+        raise WorldFileConflict(
+            f"{locked.world_id}/{WORLD_FILE} was edited by hand since the hub read it, so "
+            f"nothing was saved ({edits}). Reload to edit the current values."
+        )
     return locked
+
+
+def world_presets_reread(*, world: World, package_id: str) -> None:
+    """Take one package's presets from world.yaml as it is now (after a refused stale save), so
+    the reloaded page shows the hand edit; the rest of the file waits for the next sync."""
+    if not world.source_dir:
+        return
+    parsed = read_world(Path(world.source_dir))
+    if parsed.errors:
+        return  # a broken file is the sync's to report; the stored presets stay
+    on_disk = parsed.data.get("pluginSettings", {}).get(package_id) or {}
+    with transaction.atomic():
+        locked = World.objects.select_for_update().get(pk=world.pk)
+        presets = dict(locked.plugin_settings or {})
+        if on_disk:
+            presets[package_id] = dict(on_disk)
+        else:
+            presets.pop(package_id, None)
+        locked.plugin_settings = presets
+        locked.save(update_fields=["plugin_settings", "updated_at"])
+    world.plugin_settings = locked.plugin_settings
 
 
 def session_plugin_settings_update(

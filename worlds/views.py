@@ -25,9 +25,11 @@ from worlds.forms import input_name, panel_post_parse
 from worlds.models import World
 from worlds.services import (
     SettingsInvalid,
+    WorldFileConflict,
     WorldFileError,
     session_plugin_settings_update,
     world_plugin_settings_update,
+    world_presets_reread,
 )
 from worlds.world_file import WORLD_FILE, read_world
 
@@ -248,8 +250,9 @@ def handle_panel_post(
     except SettingsInvalid as exc:
         return None, {package_id: (post.submitted if post else {}, exc.errors)}
     except WorldFileError as exc:
+        code = CONFLICT if isinstance(exc, WorldFileConflict) else "file"
         return None, {
-            package_id: (post.submitted if post else {}, [FieldError("", "file", str(exc))])
+            package_id: (post.submitted if post else {}, [FieldError("", code, str(exc))])
         }
     title = package.display_name or package_id
     if reset_key is not None:
@@ -271,6 +274,7 @@ def _file_conflict(
     if not loaded_hash or not current or loaded_hash == current:
         return None
     on_disk = read_world(Path(world.source_dir)).data.get("pluginSettings", {}).get(package_id, {})
+    world_presets_reread(world=world, package_id=package_id)
     pairs = [
         f"{key}: you entered {_display(value) or '(reset)'}, the file now says "
         f"{_display(on_disk[key]) if key in on_disk else '(not set)'}"

@@ -231,6 +231,30 @@ def _round_trip_yaml() -> YAML:
     return yaml
 
 
+class PresetConflict(ValueError):
+    """A key a save changes was also changed by hand in world.yaml since the hub last read it."""
+
+    def __init__(
+        self, package_id: str, keys: dict[str, tuple[Any, Any]], on_disk: dict[str, Any]
+    ) -> None:
+        self.package_id = package_id
+        # key -> (what the hub had, what the file says now), MISSING_PRESET where unset
+        self.keys = keys
+        self.on_disk = on_disk  # the package's presets in the file now (the readable ones)
+        super().__init__(
+            f"{WORLD_FILE}: pluginSettings.{package_id} was edited by hand since the hub read it "
+            f"({', '.join(sorted(keys))})"
+        )
+
+
+MISSING_PRESET = object()  # a key that is not set, for PresetConflict.keys
+
+
+def _same_preset(a: Any, b: Any) -> bool:
+    # true and 1 compare equal in Python; a preset's type is part of its value.
+    return a is b or (isinstance(a, bool) == isinstance(b, bool) and a == b)
+
+
 def write_plugin_settings(folder: Path, *, package_id: str, values: Mapping[str, Any]) -> str:
     """Replace pluginSettings.<package_id> in <folder>/world.yaml with `values`; return the new hash.
 
@@ -240,9 +264,74 @@ def write_plugin_settings(folder: Path, *, package_id: str, values: Mapping[str,
     """
     file = folder / WORLD_FILE
     yaml = _round_trip_yaml()
-    doc = yaml.load(file.read_text(encoding="utf-8"))
+    doc = _load_document(yaml, file)
+    _set_presets(doc, package_id, values)
+    return _dump(yaml, doc, file)
+
+
+def merge_plugin_settings(
+    folder: Path, *, package_id: str, base: Mapping[str, Any], changes: Mapping[str, Any]
+) -> tuple[dict[str, Any], str, str]:
+    """Apply changes ({key: value}, None resets) to the presets world.yaml holds now.
+
+    `base` is what the hub last knew of this package's presets (what a settings page showed).
+    Keys the save does not name keep what the file says, hand edits included. A key the save
+    names that the file changed since `base` (to something other than the saved value) raises
+    PresetConflict and writes nothing. Returns (the file's presets for the package after the
+    save, hash of the file before, hash after).
+    """
+    file = folder / WORLD_FILE
+    yaml = _round_trip_yaml()
+    before = file.read_bytes()
+    doc = _load_document(yaml, file, text=before.decode("utf-8"))
+    presets = doc.get("pluginSettings")
+    current = presets.get(package_id) if isinstance(presets, CommentedMap) else None
+    on_disk: dict[Any, Any] = dict(current) if isinstance(current, Mapping) else {}
+    conflicts: dict[str, tuple[Any, Any]] = {}
+    for key, value in changes.items():
+        had = base.get(key, MISSING_PRESET)
+        has = on_disk.get(key, MISSING_PRESET)
+        wanted = MISSING_PRESET if value is None else value
+        if not _same_preset(had, has) and not _same_preset(has, wanted):
+            conflicts[key] = (had, has)
+    if conflicts:
+        raise PresetConflict(package_id, conflicts, _readable(on_disk))
+    merged = dict(on_disk)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    _set_presets(doc, package_id, merged)
+    after = _dump(yaml, doc, file)
+    return _readable(merged), hashlib.sha256(before).hexdigest(), after
+
+
+def _readable(presets: Mapping[Any, Any]) -> dict[str, Any]:
+    """The presets read_world would accept (string keys, scalar values), as plain values."""
+    return {
+        str(k): v
+        for k, v in presets.items()
+        if isinstance(k, str) and v is not None and not isinstance(v, list | dict)
+    }
+
+
+def _load_document(yaml: YAML, file: Path, *, text: str | None = None) -> CommentedMap:
+    doc = yaml.load(file.read_text(encoding="utf-8") if text is None else text)
     if not isinstance(doc, CommentedMap):
-        raise ValueError(f"{file}: not a mapping")
+        raise ValueError(f"{WORLD_FILE}: not a mapping")
+    return doc
+
+
+def _dump(yaml: YAML, doc: CommentedMap, file: Path) -> str:
+    buffer = io.StringIO()
+    yaml.dump(doc, buffer)
+    text = buffer.getvalue()
+    _atomic_write(file, text)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _set_presets(doc: CommentedMap, package_id: str, values: Mapping[str, Any]) -> None:
     presets = doc.get("pluginSettings")
     current = presets.get(package_id) if isinstance(presets, CommentedMap) else None
     if values and isinstance(current, CommentedMap):
@@ -250,7 +339,8 @@ def write_plugin_settings(folder: Path, *, package_id: str, values: Mapping[str,
             _delete_key(current, key)
         for key, value in values.items():
             if key in current:
-                current[key] = value
+                if not _same_preset(current[key], value):
+                    current[key] = value  # an unchanged value keeps its spelling (quotes, 0x1F)
             else:
                 _append_key(current, key, value)
     elif values:
@@ -267,11 +357,6 @@ def write_plugin_settings(folder: Path, *, package_id: str, values: Mapping[str,
             _append_key(doc, "pluginSettings", CommentedMap({package_id: entry}))
     elif isinstance(presets, CommentedMap) and package_id in presets:
         _delete_key(presets, package_id)
-    buffer = io.StringIO()
-    yaml.dump(doc, buffer)
-    text = buffer.getvalue()
-    _atomic_write(file, text)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # ruamel.yaml keeps the comment lines that follow an entry on that entry (the last value of a
@@ -345,14 +430,31 @@ def _delete_key(mapping: CommentedMap, key: str) -> None:
 
 
 def _atomic_write(file: Path, text: str) -> None:
+    """Write a temporary file beside `file`, fsync it, rename it over `file`, fsync the folder:
+    after a crash the file is either the old one or the new one, whole, never a torn mix."""
     mode = file.stat().st_mode & 0o777
     fd, tmp = tempfile.mkstemp(prefix=".world-", suffix=".yaml", dir=file.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, file)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    fsync_folder(file.parent)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a rename inside folder durable (a no-op where folders cannot be opened, as on Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

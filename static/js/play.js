@@ -126,6 +126,37 @@
 
   commandResult?.querySelector("[data-close]")?.addEventListener("click", clearCommandResult);
 
+  // A plugin-data.changed event names the keys that changed, never their values (a value may be
+  // 256 KB): the panel fetches the keys it shows, at most a page of them per event.
+  const dataTable = document.getElementById("plugin-data");
+  const DATA_FETCHES_PER_EVENT = 50;
+  const DATA_VALUE_CHARS = 2000; // as the server cuts a long value (sessions/views.py)
+
+  async function fetchData(change) {
+    const query = new URLSearchParams({ plugin: change.plugin, namespace: change.namespace, key: change.key, limit: "1" });
+    const response = await fetch(`${dataTable.dataset.url}?${query}`, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const page = await response.json();
+    if (page.items.length) showData({ ...page.items[0], deleted: false });
+    else showData({ ...change, deleted: true });
+  }
+
+  function dataChanged(changes) {
+    if (!dataTable) return;
+    const shown = new Set([...dataBody.rows].map((r) => r.dataset.key));
+    const lastPage = dataTable.hasAttribute("data-last-page");
+    let fetches = 0;
+    for (const change of changes || []) {
+      const key = `${change.plugin}/${change.namespace}/${change.key}`;
+      if (change.deleted) {
+        showData(change);
+      } else if ((shown.has(key) || lastPage) && fetches < DATA_FETCHES_PER_EVENT) {
+        fetches += 1;
+        fetchData(change);
+      }
+    }
+  }
+
   function showData(change) {
     const key = `${change.plugin}/${change.namespace}/${change.key}`;
     let row = [...dataBody.rows].find((r) => r.dataset.key === key);
@@ -143,7 +174,10 @@
     row.cells[1].textContent = change.namespace;
     row.cells[2].textContent = change.key;
     row.cells[3].className = "value";
-    row.cells[3].replaceChildren(valueNode(change.value));
+    const text = JSON.stringify(change.value);
+    row.cells[3].replaceChildren(
+      text.length > DATA_VALUE_CHARS ? el("code", "", `${text.slice(0, DATA_VALUE_CHARS)}… (${change.size} bytes)`) : valueNode(change.value),
+    );
     row.classList.add("changed");
     setTimeout(() => row.classList.remove("changed"), 1500);
   }
@@ -232,7 +266,7 @@
       turnItem(p.turnId).querySelector(".narrative").textContent = p.text;
     },
     "plugin-data.changed": (p) => {
-      (p.changes || []).forEach(showData);
+      dataChanged(p.changes);
       refreshSlots(p.changes);
     },
     "turn.committed": (p) => {

@@ -178,11 +178,13 @@ def https_server(tls_files) -> Iterator[tuple[int, Recorder]]:
 
 
 @pytest.fixture
-def server(https_server, tls_files, settings):
+def server(https_server, tls_files, settings, monkeypatch):
     port, recorder = https_server
     recorder.requests.clear()
     settings.COVEL_HTTP_CA_BUNDLE = str(tls_files["ca"])
     settings.COVEL_HTTP_ALLOW_PRIVATE = True  # the test server lives on loopback
+    # The loader reads the same switch from the environment (it refuses loopback origins else).
+    monkeypatch.setenv("COVEL_HTTP_ALLOW_PRIVATE", "true")
     return port, recorder
 
 
@@ -343,6 +345,26 @@ def test_private_addresses_are_refused_unless_the_setting_allows_them(fetcher, s
     assert recorder.requests == []
 
 
+@pytest.mark.parametrize(
+    "host", ["[::127.0.0.1]", "[::ffff:0:7f00:1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::]"]
+)
+def test_an_ipv6_address_carrying_loopback_is_refused(server, synced, bob, settings, host):
+    """The review's request: an approved grant for https://[::127.0.0.1]:<port> sent nothing."""
+    port, recorder = server
+    synced(
+        "embedded",
+        manifest={"permissions": {"http": [{"origin": f"https://{host}:{port}"}]}},
+        files={"server/index.js": "export default () => {};\n"},
+    )
+    approval_decide(
+        request_id=approval_current(package_key="embedded").pk, decision="allow", actor=bob
+    )
+    settings.COVEL_HTTP_ALLOW_PRIVATE = False
+    with pytest.raises(HttpRefused, match="private, loopback or link-local"):
+        fetch(f"https://{host}:{port}/hello", package="embedded")
+    assert recorder.requests == []
+
+
 def test_every_resolved_address_is_checked(fetcher, server, settings, monkeypatch):
     port, recorder = server
     settings.COVEL_HTTP_ALLOW_PRIVATE = False
@@ -369,6 +391,10 @@ def test_every_resolved_address_is_checked(fetcher, server, settings, monkeypatc
         ("::1", False),
         ("fe80::1", False),
         ("::ffff:127.0.0.1", False),
+        ("::127.0.0.1", False),
+        ("::ffff:0:7f00:1", False),
+        ("64:ff9b::7f00:1", False),
+        ("2002:7f00:1::", False),
         ("100.64.0.1", False),
         ("0.0.0.0", False),
         ("224.0.0.1", False),

@@ -2,7 +2,8 @@
 
 Alice makes a token and uses it without a cookie or CSRF token; once revoked it stops
 working. The anonymous visitor gets 401 (not a CSRF error) on a write. Alice's turns beyond
-her rate get 429 with Retry-After. Failed sign-ins lock the account and the address."""
+her rate get 429 with Retry-After. Failed sign-ins lock an (account, address) pair and an
+address, never an account alone: a stranger cannot lock Alice out."""
 
 from __future__ import annotations
 
@@ -96,25 +97,62 @@ def test_turns_beyond_the_rate_get_429_with_retry_after(db, alice, settings):
     assert 1 <= int(limited["Retry-After"]) <= 60
 
 
-def test_failed_sign_ins_lock_the_account_then_the_address(db, alice, charlie, settings):
-    settings.COVEL_LOGIN_FAILURES_PER_ACCOUNT = 3
+def sign_in(client: Client, username: str, password: str):
+    return client.post("/accounts/login/", {"username": username, "password": password})
+
+
+def test_failed_sign_ins_lock_the_pair_then_the_address(db, alice, charlie, settings):
+    settings.COVEL_LOGIN_FAILURES_PER_ACCOUNT_ADDRESS = 3
     settings.COVEL_LOGIN_FAILURES_PER_ADDRESS = 5
     client = Client()
     for _ in range(3):
-        page = client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
-        assert page.status_code == 200
-    locked = client.post("/accounts/login/", {"username": "alice", "password": "alice-password"})
+        assert sign_in(client, "alice", "wrong").status_code == 200
+    locked = sign_in(client, "alice", "alice-password")
     assert locked.status_code == 429 and "Too many failed sign-ins" in locked.content.decode()
     # Another account from the same address: allowed until the address's own limit.
     for _ in range(2):
-        client.post("/accounts/login/", {"username": "charlie", "password": "wrong"})
-    blocked = client.post(
-        "/accounts/login/", {"username": "charlie", "password": "charlie-password"}
-    )
-    assert blocked.status_code == 429
+        sign_in(client, "charlie", "wrong")
+    assert sign_in(client, "charlie", "charlie-password").status_code == 429
     elsewhere = Client(REMOTE_ADDR="10.1.2.3")
-    ok = elsewhere.post("/accounts/login/", {"username": "charlie", "password": "charlie-password"})
-    assert ok.status_code == 302
+    assert sign_in(elsewhere, "charlie", "charlie-password").status_code == 302
+
+
+def test_a_stranger_cannot_lock_the_owner_out(db, alice, settings):
+    """The review's attack: wrong passwords for alice from the stranger's address. Alice's right
+    password from her own address still signs in; the stranger's pair stays locked."""
+    settings.COVEL_LOGIN_FAILURES_PER_ACCOUNT_ADDRESS = 5
+    settings.COVEL_LOGIN_FAILURES_PER_ADDRESS = 20
+    stranger = Client(REMOTE_ADDR="203.0.113.66")
+    answers = [sign_in(stranger, "alice", f"guess-{i}").status_code for i in range(8)]
+    assert answers == [200] * 5 + [429] * 3
+    assert sign_in(stranger, "alice", "alice-password").status_code == 429
+    owner = Client(REMOTE_ADDR="198.51.100.7")
+    assert sign_in(owner, "alice", "alice-password").status_code == 302
+
+
+def test_the_address_limit_holds_across_accounts_and_an_ipv6_block(db, alice, charlie, settings):
+    settings.COVEL_LOGIN_FAILURES_PER_ACCOUNT_ADDRESS = 100
+    settings.COVEL_LOGIN_FAILURES_PER_ADDRESS = 4
+    # Four addresses of one /64 count as one client.
+    for i in range(4):
+        sign_in(Client(REMOTE_ADDR=f"2001:db8:1:2::{i + 1}"), f"user{i}", "wrong")
+    rotated = Client(REMOTE_ADDR="2001:db8:1:2::99")
+    assert sign_in(rotated, "charlie", "charlie-password").status_code == 429
+    # Another /64 is another client.
+    other = Client(REMOTE_ADDR="2001:db8:1:3::1")
+    assert sign_in(other, "alice", "alice-password").status_code == 302
+
+
+def test_a_success_clears_only_its_own_pair(db, alice, settings):
+    settings.COVEL_LOGIN_FAILURES_PER_ACCOUNT_ADDRESS = 3
+    settings.COVEL_LOGIN_FAILURES_PER_ADDRESS = 20
+    client = Client(REMOTE_ADDR="192.0.2.10")
+    for _ in range(2):
+        sign_in(client, "alice", "wrong")
+    assert sign_in(client, "alice", "alice-password").status_code == 302
+    client.logout()
+    for _ in range(2):
+        assert sign_in(client, "alice", "wrong").status_code == 200  # counting starts again
 
 
 def test_password_reset_is_refused_plainly_without_a_mail_server(db, settings, caplog):

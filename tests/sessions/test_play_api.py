@@ -46,7 +46,7 @@ class TestPermissions:
             (1, "I knock.", "committed")
         ]
         assert (turns["count"], turns["limit"], turns["offset"]) == (1, 50, 0)
-        data = client.get(f"/api/sessions/{session.pk}/plugin-data").json()
+        data = client.get(f"/api/sessions/{session.pk}/plugin-data").json()["items"]
         assert [(d["plugin"], d["namespace"], d["key"]) for d in data] == [
             ("word-count", "totals", "session")
         ]

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from catalogue.manifest.context import Context
+from catalogue.manifest.origins import check_origin_reachable
 from core.pointer import join
 
 # Exactly the spec's "lowercase letters, digits and hyphens": "a--b" or "-a" are IDs too. Used
@@ -122,6 +123,7 @@ def check_http_permissions(ctx: Context, value: Any, *, file: str, path: str) ->
         origin = entry.get("origin")
         origin_path = join(path, i, "origin")
         if isinstance(origin, str):
+            check_origin_reachable(ctx, origin, file=file, path=origin_path)
             canonical = check_origin(ctx, origin, file=file, path=origin_path)
             if canonical is not None:
                 if canonical in seen:
