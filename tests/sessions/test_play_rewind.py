@@ -5,8 +5,8 @@ its earlier value, exports go, and a stale or busy request is refused with nothi
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 import test_play_support as support
+from django.utils import timezone
 from test_play_support import play
 
 from eventlog.errors import SessionProblem
