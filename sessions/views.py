@@ -21,9 +21,10 @@ from approvals.selectors import packages_usability
 from catalogue.models import Package
 from eventlog.selectors import last_event_seq
 from sessions import selectors as play_selectors
-from sessions import services
+from sessions import rewind, services
+from sessions.command_list import session_command_list
 from sessions.extensions import session_slots
-from sessions.models import Session
+from sessions.models import Interaction, Session
 from worlds import selectors
 from worlds.fields import FieldError
 from worlds.models import World
@@ -149,6 +150,16 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         status = 422
     panels = build_panels(world=session.world, session=session, can_edit=True, posted=posted)
     turns = play_selectors.turn_list(session=session)
+    # A form's answer runs as a turn; the story shows it as the answer it is, not as a line
+    # the player typed ("[Player input] ..."). One query for the page.
+    answered = dict(
+        Interaction.objects.filter(answer_turn__in=turns).values_list(
+            "answer_turn_id", "form__title"
+        )
+    )
+    for turn in turns:
+        turn.answered_form = str(answered[turn.pk] or "a form") if turn.pk in answered else ""
+    last_player = next((t for t in reversed(turns) if t.kind == "player"), None)
     context = {
         "session": session,
         "seats": _seat_rows(session),
@@ -166,6 +177,10 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "forms": play_selectors.interaction_pending_list(session=session),
         "notifications": play_selectors.notice_recent_list(session=session),
         "ui_slots": session_slots(session=session),
+        "commands": session_command_list(session=session),
+        "last_turn": last_player if last_player and last_player.status != "running" else None,
+        # After a refused save the settings section opens on its banner.
+        "settings_open": bool(posted),
     }
     return render(request, "sessions/session_detail.html", context, status=status)
 
@@ -232,6 +247,35 @@ def session_seat(request: HttpRequest, session_id: uuid.UUID, seat_id: str) -> H
             exc.message, status=exc.status, content_type="text/plain; charset=utf-8"
         )
     return redirect(reverse("sessions:detail", args=[session.pk]))
+
+
+def _rewind_view(request: HttpRequest, session_id: uuid.UUID, service: Any) -> HttpResponse:
+    session = Session.objects.select_related("world", "owner").filter(pk=session_id).first()
+    if session is None:
+        raise Http404("no such session")
+    if not play_selectors.session_can_access(session=session, user=request.user):
+        raise PermissionDenied("this session belongs to another player")
+    try:
+        service(session=session, turn_id=request.POST.get("turn", ""))
+    except services.SessionProblem as exc:
+        return HttpResponse(
+            exc.message, status=exc.status, content_type="text/plain; charset=utf-8"
+        )
+    return redirect(reverse("sessions:detail", args=[session.pk]))
+
+
+@login_required
+@require_http_methods(["POST"])
+def session_undo(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Undo the last turn (sessions/rewind.py): its story and its writes."""
+    return _rewind_view(request, session_id, rewind.turn_undo)
+
+
+@login_required
+@require_http_methods(["POST"])
+def session_regenerate(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Undo the last turn and play its message again."""
+    return _rewind_view(request, session_id, rewind.turn_regenerate)
 
 
 @login_required

@@ -49,3 +49,12 @@ def plain_number(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+@register.filter
+def plain(value: Any) -> Any:
+    """A value as a player reads it: yes/no for a boolean (never Python's True/False), 2 for
+    2.0; anything else unchanged (and auto-escaped by the template)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return plain_number(value)

@@ -83,6 +83,7 @@ def test_a_player_creates_a_session_and_plays_two_turns(page, live_server, alice
     expect(story).to_have_count(3)
     # A structured plugin data value folds: a one-line summary that opens to indented JSON.
     totals_row = page.locator('#plugin-data tr[data-key="word-count/totals/session"]')
+    page.locator("#drawer-diagnostics > summary").click()  # diagnostics live in the drawer
     totals_row.locator("summary").click()
     expect(totals_row.locator("pre")).to_contain_text('"turns": 3')
 
