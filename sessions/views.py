@@ -20,8 +20,8 @@ from django.views.decorators.http import require_http_methods
 from approvals.selectors import packages_usability
 from catalogue.models import Package
 from eventlog.selectors import last_event_seq
-from sessions import selectors as play_selectors
 from sessions import rewind, services
+from sessions import selectors as play_selectors
 from sessions.command_list import session_command_list
 from sessions.extensions import session_slots
 from sessions.models import Interaction, Session
