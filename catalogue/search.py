@@ -141,7 +141,8 @@ def nearest_names(query: str, names: dict[str, str], *, limit: int = 3) -> list[
             difflib.SequenceMatcher(None, wanted, candidate).ratio()
             for candidate in (package_id.casefold(), name.casefold())
         )
-        if score >= SUGGEST_RATIO:
+        # The query itself found nothing (other filters hid it): suggesting it again is no help.
+        if score >= SUGGEST_RATIO and package_id.casefold() != wanted:
             scored.append((-score, package_id))
     return [package_id for _, package_id in sorted(scored)[:limit]]
 

@@ -70,8 +70,10 @@ def test_the_header_and_session_page_fit_a_phone(
     sign_in(page, live_server, "alice", "alice-password")
     page.goto(f"{live_server.url}/sessions/{harbor_session.pk}/")
     assert overflow(page) == 0
-    composer = page.locator("#message").bounding_box()
-    assert composer["width"] > 300 and composer["x"] + composer["width"] <= 390
+    # The box and its Send button share the row, as in a chat app, and fill the phone's width.
+    composer = page.locator(".composer-box").bounding_box()
+    assert composer["width"] > 340 and composer["x"] + composer["width"] <= 390
+    assert page.locator("#message").bounding_box()["width"] > 250
     # The side column drops below the story on a phone instead of squeezing it.
     story = page.locator(".story-column").bounding_box()
     side = page.locator(".side-column").bounding_box()
