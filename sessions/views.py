@@ -24,6 +24,7 @@ from sessions import rewind, services
 from sessions import selectors as play_selectors
 from sessions.command_list import session_command_list
 from sessions.extensions import session_slots
+from sessions.model_needs import packages_missing_slots
 from sessions.models import Interaction, Session
 from worlds import selectors
 from worlds.fields import FieldError
@@ -49,8 +50,21 @@ def _choices(world: World) -> list[dict[str, Any]]:
     )
     # Pending or denied packages are shown with their state and cannot be ticked.
     usability = packages_usability(package_ids=[p.package_id for p in packages])
+    # A package whose agent needs a model slot nobody configured would fail every turn: shown
+    # greyed with the reason, never ticked (not even when the world lists it).
+    installed = play_selectors.installed_manifests()
+    no_model = packages_missing_slots(
+        manifests={
+            p.package_id: installed[p.package_id] for p in packages if p.package_id in installed
+        },
+        presets=world.plugin_settings or {},
+    )
     for package in packages:
         usable = usability[package.package_id]
+        slots = no_model.get(package.package_id)
+        reason = usable.reason
+        if usable.usable and slots:
+            reason = f"needs a model: staff have not configured the slot {', '.join(slots)}"
         rows.append(
             {
                 "id": package.package_id,
@@ -58,12 +72,14 @@ def _choices(world: World) -> list[dict[str, Any]]:
                 "description": package.description,
                 "core": package.kind == "core",
                 "checked": usable.usable
+                and not slots
                 and (package.kind == "core" or package.package_id in wanted),
                 "version": package.version,
                 "trust": package.trust,
                 "approval": usable.state,
-                "blocked": not usable.usable,
-                "reason": usable.reason,
+                "blocked": not usable.usable or bool(slots),
+                "needs_model": bool(slots) and usable.usable,
+                "reason": reason,
             }
         )
     return rows
