@@ -7,6 +7,7 @@ resolution outcomes, the story, live runtime statuses (server-sent events) and p
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -20,6 +21,7 @@ from django.views.decorators.http import require_http_methods
 from approvals.selectors import packages_usability
 from catalogue.models import Package
 from eventlog.selectors import last_event_seq
+from jobs.models import RuntimeJob
 from sessions import rewind, services
 from sessions import selectors as play_selectors
 from sessions.command_list import session_command_list
@@ -136,6 +138,37 @@ def _new_context(worlds: list[World], world: World | None) -> dict[str, Any]:
     }
 
 
+# A job that failed only for want of a model says so in its error; shown like a runtime that did.
+_NO_MODEL_JOB = re.compile(r"no model is configured for slot '([^']+)'")
+
+
+def _runtime_states(session: Session, turn: Any) -> list[dict[str, Any]]:
+    """The last turn's runtime results, where a deferred runtime shows its job's state: one
+    state per runtime, the same the jobs panel shows (one query)."""
+    results = list(turn.results or [])
+    if not any(r.get("status") == "deferred" for r in results):
+        return results
+    jobs = {
+        job.runtime_id: job
+        for job in RuntimeJob.objects.filter(session=session, source_turn=str(turn.pk)).order_by(
+            "id"
+        )
+    }
+    merged = []
+    for result in results:
+        job = jobs.get(result.get("runtime")) if result.get("status") == "deferred" else None
+        if job is not None:
+            missing = _NO_MODEL_JOB.search(job.error or "")
+            result = {
+                **result,
+                "status": job.state,
+                "code": "no-model-configured" if missing else (job.reason or ""),
+                "reason": f"needs the '{missing.group(1)}' slot" if missing else (job.error or ""),
+            }
+        merged.append(result)
+    return merged
+
+
 def _outcome_rows(session: Session) -> list[dict[str, Any]]:
     rows = []
     for package, outcomes in sorted((session.outcomes or {}).items()):
@@ -184,7 +217,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "slots": selectors.model_slots(),
         "outcomes": _outcome_rows(session),
         "turns": turns,
-        "last_results": turns[-1].results if turns else [],
+        "last_results": _runtime_states(session, turns[-1]) if turns else [],
         "plugin_data": [
             {**row, "json": json.dumps(row["value"], ensure_ascii=False, separators=(",", ":"))}
             for row in play_selectors.plugin_data_rows(session=session)

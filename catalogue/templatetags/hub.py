@@ -11,7 +11,7 @@ from django import template
 register = template.Library()
 
 # The agent runtime's reason for an unconfigured slot names it in quotes: "... the 'utility' slot".
-_SLOT_IN_REASON = re.compile(r"the '([^']+)' slot")
+_SLOT_IN_REASON = re.compile(r"the '([^']+)' slot|slot '([^']+)'")
 NO_MODEL = "no-model-configured"
 
 
@@ -40,7 +40,7 @@ def needs_model_slot(result: Any) -> str:
     if not isinstance(result, dict) or result.get("code") != NO_MODEL:
         return ""
     match = _SLOT_IN_REASON.search(str(result.get("reason", "")))
-    return match.group(1) if match else "?"
+    return (match.group(1) or match.group(2)) if match else "?"
 
 
 @register.filter

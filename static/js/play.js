@@ -74,8 +74,9 @@
   // A runtime that only lacks a configured model slot is a setup note for staff, not a failure.
   function neededSlot(result) {
     if (result.code !== "no-model-configured") return "";
-    const match = /the '([^']+)' slot/.exec(String(result.reason || ""));
-    return match ? match[1] : "?";
+    const match = /the '([^']+)' slot|slot '([^']+)'/.exec(String(result.reason || ""));
+    if (match) return match[1] || match[2];
+    return "?";
   }
 
   function showRuntime(result) {
@@ -303,7 +304,18 @@
     },
     // The jobs panel (an htmx fragment) reloads when a job is queued or changes state.
     "runtime.deferred": () => refreshJobs(),
-    "job-status.updated": () => refreshJobs(),
+    // The job of a deferred runtime: the Runtimes panel shows its state, as the jobs panel does.
+    "job-status.updated": (p) => {
+      refreshJobs();
+      if (!runtimes.querySelector(`li[data-runtime="${CSS.escape(String(p.runtimeId))}"]`)) return;
+      const missing = /no model is configured for slot '([^']+)'/.exec(String(p.error || ""));
+      showRuntime({
+        runtime: p.runtimeId,
+        status: p.state,
+        code: missing ? "no-model-configured" : p.reason || "",
+        reason: missing ? `needs the '${missing[1]}' slot` : p.error || "",
+      });
+    },
     // A switch made elsewhere (another tab, the API, staff): show who the seat plays now.
     "seat.changed": (p) => {
       const section = document.querySelector(`[data-seat="${CSS.escape(String(p.seatId))}"]`);
