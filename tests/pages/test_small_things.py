@@ -50,3 +50,20 @@ def test_a_slot_entry_and_a_block_part_print_yes_not_true():
         )
     )
     assert '<p class="part-content">no</p>' in block and "False" not in block
+
+
+def test_the_worlds_list_is_paged_like_the_other_lists(
+    client, fresh_install, django_assert_max_num_queries
+):
+    first = client.get("/api/worlds", {"limit": 1}).json()
+    assert first["count"] == 2 and first["limit"] == 1 and first["offset"] == 0
+    second = client.get("/api/worlds", {"limit": 1, "offset": 1}).json()
+    assert [first["items"][0]["id"], second["items"][0]["id"]] == [
+        "clockwork-academy",
+        "harbor-nights",
+    ]
+    assert client.get("/api/worlds").json()["limit"] == 50
+    refused = client.get("/api/worlds", {"limit": 0})
+    assert refused.status_code == 422 and "/query/limit" in refused.content.decode()
+    with django_assert_max_num_queries(4):
+        client.get("/api/worlds")
