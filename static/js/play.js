@@ -108,7 +108,9 @@
     const details = el("details");
     const summary = el("summary");
     summary.append(el("code", "", compact.length > 60 ? `${compact.slice(0, 59)}…` : compact));
-    details.append(summary, el("pre", "", JSON.stringify(value, null, 2)));
+    const pre = el("pre", "", JSON.stringify(value, null, 2));
+    pre.tabIndex = 0; // a scrolling box is reachable from the keyboard
+    details.append(summary, pre);
     return details;
   }
 
@@ -358,7 +360,9 @@
       li.append(el("span", "part-type", part.type));
       if (part.status) li.append(" ", el("span", "part-status muted", part.status));
       const structured = part.content !== null && typeof part.content === "object";
-      li.append(structured ? el("pre", "part-content", JSON.stringify(part.content, null, 2)) : el("p", "part-content", plain(part.content)));
+      const content = structured ? el("pre", "part-content", JSON.stringify(part.content, null, 2)) : el("p", "part-content", plain(part.content));
+      if (structured) content.tabIndex = 0;
+      li.append(content);
       parts.append(li);
     }
     section.append(el("p", "ui-block-from muted", block.meta?.pluginId), parts);
