@@ -19,6 +19,7 @@ from approvals.store import code_digest, store_root
 from catalogue.manifest.package_files import FileRefused, read_chunks
 
 MAX_VIEW_BYTES = 256 * 1024
+BINARY = "\0binary"  # stands for a file that is not text
 # A diff longer than this is cut; the file itself stays readable in full above it.
 MAX_DIFF_LINES = 2000
 
@@ -38,7 +39,10 @@ def _read(root: Path | None, relative: str) -> tuple[str | None, str | None]:
         data = b"".join(read_chunks(real, limit=MAX_VIEW_BYTES))
     except (FileRefused, OSError):
         return None, None
-    return data.decode("utf-8", errors="replace"), hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256(data).hexdigest()
+    if b"\0" in data[:8192]:
+        return BINARY, digest  # an image or other binary: shown by its size and hash, not as text
+    return data.decode("utf-8", errors="replace"), digest
 
 
 def _diff(old: str | None, new: str | None, path: str) -> list[dict[str, str]]:
@@ -91,10 +95,15 @@ def approval_code_files(*, request: ApprovalRequest) -> list[dict[str, Any]]:
             status = "unchanged"
         else:
             status = "changed"
+        binary = text == BINARY or old == BINARY
+        if binary:
+            text = None if text is None else ""
+            old = None
         files.append(
             {
                 "path": path,
                 "status": status,
+                "binary": binary,
                 "text": text,
                 # The folder may have moved on since the request: say so rather than show
                 # bytes that are not the ones asked about.

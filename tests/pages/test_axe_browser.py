@@ -50,10 +50,24 @@ def violations(page) -> list[str]:
 
 @pytest.fixture
 def main_pages(community_dir, lantern_denied, harbor_session, bob):
+    from django.utils import timezone
+
     from approvals.selectors import approval_current
+    from jobs.models import RuntimeJob
 
     for message in ("I walk along the quay.", "I ask the harbour master about the storm."):
         play(harbor_session, message)
+    # A failed job, so /jobs/ and the session's jobs panel have a row to lay out on a phone.
+    RuntimeJob.objects.create(
+        session=harbor_session,
+        plugin_id="chronicle",
+        runtime_id="chronicle/summarize",
+        source_turn=str(harbor_session.turns.order_by("-created_at").first().pk),
+        state="failed",
+        error="no model is configured for slot 'utility'",
+        created_at=timezone.now(),
+        updated_at=timezone.now(),
+    )
     request = approval_current(package_key="lantern")
     return {
         "home": "/",

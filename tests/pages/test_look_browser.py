@@ -112,16 +112,25 @@ def test_error_pages_and_favicon_are_styled(viewport_page, live_server, fresh_in
     )
 
 
-def test_screenshots_of_the_main_pages(viewport_page, live_server, harbor_session, bob) -> None:
+def test_screenshots_of_the_main_pages(
+    viewport_page, live_server, community_dir, lantern_denied, harbor_session, bob
+) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     # A session that has been played looks as a player sees it: story, runtimes, plugin data.
     for message in ("I walk along the quay.", "I ask the harbour master about the storm."):
         assert play(harbor_session, message)["status"] == "committed"
+    from approvals.selectors import approval_current
+
+    request = approval_current(package_key="lantern")
     pages = {
         "home": "/",
+        "search-empty": "/?q=notbk",
         "detail": "/packages/rapport/",
+        "session-new": "/sessions/new/",
         "session": f"/sessions/{harbor_session.pk}/",
         "approvals": "/approvals/",
+        "approval": f"/approvals/{request.pk}/",
+        "jobs": "/jobs/",
     }
     saved = []
     for width in (1280, 390):
@@ -139,7 +148,7 @@ def test_screenshots_of_the_main_pages(viewport_page, live_server, harbor_sessio
                 assert path.stat().st_size > 5_000
                 saved.append(path)
             page.goto("about:blank")
-    assert len(saved) == 16
+    assert len(saved) == 4 * len(pages)
 
 
 def test_the_language_switch_in_the_header(

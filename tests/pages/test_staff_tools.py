@@ -95,7 +95,14 @@ def test_the_approval_page_shows_the_code_and_its_diff(lamp, bob):
     approved_copy(
         source_dir=first.source_dir, code=request.permissions["code"]
     )  # as a load pins it
-    lamp("1.1.0", {"server/index.js": NEW, "server/extra.js": "export const x = 1;\n"})
+    lamp(
+        "1.1.0",
+        {
+            "server/index.js": NEW,
+            "server/extra.js": "export const x = 1;\n",
+            "server/a.bin": "\0\1",
+        },
+    )
     newer = approval_current(package_key="lamp")
     assert newer.pk != request.pk and newer.state == "pending"
 
@@ -105,6 +112,9 @@ def test_the_approval_page_shows_the_code_and_its_diff(lamp, bob):
     # Plugin text is escaped, in the diff and in the file view.
     assert "&lt;img src=x onerror=alert(1)&gt;" in page and "<img src=x" not in page
     assert "export const x = 1;" in page
+    # A binary file is named and hashed, never dumped as text.
+    binary = page[page.index('data-path="server/a.bin"') :]
+    assert "A binary file" in binary[: binary.index("</details>")]
 
 
 def test_decisions_ask_first_and_decided_requests_say_so(lamp, bob):
