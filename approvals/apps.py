@@ -24,6 +24,10 @@ class ApprovalsConfig(AppConfig):
             _package_removed, sender=Package, dispatch_uid="approvals-package-removed"
         )
 
+        from approvals import mail
+
+        mail.connect()  # optional mail to staff when a request waits (approvals/mail.py)
+
 
 def _package_removed(sender: type, instance: object, **kwargs: object) -> None:
     """Close the pending requests of a package the catalogue just removed."""

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from approvals.code_view import approval_code_files
 from approvals.models import ApprovalRequest
 from approvals.selectors import (
     approval_get,
@@ -64,6 +65,7 @@ def approval_detail(request: HttpRequest, request_id: int) -> HttpResponse:
         {
             "view": approval_view(request=item),
             "journal": approval_journal(package_key=item.package_key),
+            "files": approval_code_files(request=item),
         },
     )
 
@@ -88,6 +90,7 @@ def approval_decision(request: HttpRequest, request_id: int) -> HttpResponse:
             {
                 "view": approval_view(request=item),
                 "journal": approval_journal(package_key=item.package_key),
+                "files": approval_code_files(request=item),
                 "error": exc.message,
                 "error_code": exc.code,
             },

@@ -6,7 +6,10 @@ word of the package's name or id:
 
 - everywhere, by a Python edit-similarity over the names and ids (one small extra query per
   search, whatever the number of packages), whose close words are then searched for like typed
-  ones; it catches transpositions ("quset") that share too few trigrams;
+  ones; it catches transpositions ("quset") that share too few trigrams. A short word (4 or 5
+  letters) has too few letters for a ratio: it is corrected when one edit (a letter changed,
+  added, dropped, or two neighbours swapped) turns it into a known word ("dise", "dcie",
+  "dicr" -> "dice");
 - and on PostgreSQL with the pg_trgm extension, also by trigram word similarity over the whole
   search text, in the same query.
 
@@ -43,6 +46,10 @@ FUZZY_MIN_LENGTH = 4
 # difflib ratio for the Python fallback; trigram word similarity on PostgreSQL.
 FUZZY_RATIO = 0.8
 TRIGRAM_THRESHOLD = 0.7
+# Up to this length a word is corrected by one edit instead of by the ratio.
+SHORT_WORD_LENGTH = 5
+# A suggestion under an empty result may be further off than a silent correction.
+SUGGEST_RATIO = 0.5
 _WORD = re.compile(r"[\w@.-]+")
 
 
@@ -87,6 +94,24 @@ def _fuzzy(word: str) -> bool:
     return len(word) >= FUZZY_MIN_LENGTH and word.isascii()
 
 
+def one_edit_apart(a: str, b: str) -> bool:
+    """True when one substitution, insertion, deletion or swap of neighbours turns a into b."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        differ = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(differ) == 1:
+            return True
+        return (
+            len(differ) == 2
+            and differ[1] == differ[0] + 1
+            and a[differ[0]] == b[differ[1]]
+            and a[differ[1]] == b[differ[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
 def close_words(words: list[str], vocabulary: set[str]) -> dict[str, list[str]]:
     """For each word not found in any vocabulary word, the vocabulary words it may be a
     misspelling of (best first)."""
@@ -96,9 +121,30 @@ def close_words(words: list[str], vocabulary: set[str]) -> dict[str, list[str]]:
             continue
         near = [w for w in vocabulary if abs(len(w) - len(word)) <= 2]
         found = difflib.get_close_matches(word, near, n=3, cutoff=FUZZY_RATIO)
+        if len(word) <= SHORT_WORD_LENGTH:
+            # Short words: one edit, whatever the ratio says ("dise" vs "dice" is only 0.75).
+            found += sorted(w for w in near if w not in found and one_edit_apart(word, w))
         if found:
-            corrections[word] = found
+            corrections[word] = found[:3]
     return corrections
+
+
+def nearest_names(query: str, names: dict[str, str], *, limit: int = 3) -> list[str]:
+    """For an empty result: the package ids whose id or name is nearest the query (best
+    first), looser than a correction because it is only a suggestion."""
+    wanted = " ".join(_words(query))
+    if not wanted:
+        return []
+    scored = []
+    for package_id, name in names.items():
+        score = max(
+            difflib.SequenceMatcher(None, wanted, candidate).ratio()
+            for candidate in (package_id.casefold(), name.casefold())
+        )
+        # The query itself found nothing (other filters hid it): suggesting it again is no help.
+        if score >= SUGGEST_RATIO and package_id.casefold() != wanted:
+            scored.append((-score, package_id))
+    return [package_id for _, package_id in sorted(scored)[:limit]]
 
 
 class DatabasePackageSearch:

@@ -18,6 +18,7 @@ from catalogue.graph import contract_graph_svg
 from catalogue.models import ExternalLink, Package
 from catalogue.plain import package_plain_words
 from catalogue.readme import SERVED_TYPES, markdown_html, package_file, package_readme_html
+from catalogue.search import nearest_names
 from catalogue.selectors import (
     COSTS,
     SORTS,
@@ -86,9 +87,18 @@ def package_list(request: HttpRequest) -> HttpResponse:
         facets.append(
             {**facet, "selected": facet["tag"] in selected, "url": "?" + query.urlencode()}
         )
+    # An empty search suggests the nearest names (one more query, only when nothing matched).
+    suggestions = []
+    if page.count == 0 and filters.q.strip():
+        names = dict(Package.objects.values_list("package_id", "display_name"))
+        suggestions = [
+            {"id": package_id, "url": query_string(request.GET, q=package_id, page=None)}
+            for package_id in nearest_names(filters.q, names)
+        ]
     context = {
         "filters": filters,
         "page": page,
+        "suggestions": suggestions,
         "items": [
             {"summary": package_summary(p), "package": p, "usability": usability.get(p.package_id)}
             for p in page.items

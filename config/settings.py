@@ -294,7 +294,9 @@ else:
     _broker_dir = VAR_DIR / "celery-broker"
     for _sub in ("out", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # A host name, though the folder broker ignores it: without one kombu warns "No hostname was
+    # supplied" in every process that connects.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     # kombu's file-system transport with atomic message writes (config/broker.py).
     CELERY_BROKER_TRANSPORT = "config.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {

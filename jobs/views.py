@@ -3,6 +3,7 @@ picture) and the live jobs panel a session page includes (with cancel and retry)
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 from urllib.parse import urlencode
@@ -14,6 +15,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.selectors import slot_names
 from jobs.errors import JobError, JobForbidden
 from jobs.models import (
     CANCELLABLE_STATES,
@@ -82,6 +84,9 @@ def _session_or_404(session_id: uuid.UUID) -> Any:
     return session
 
 
+_NO_MODEL = re.compile(r"no model is configured for slot '([^']+)'")
+
+
 def _render_panel(request: HttpRequest, session: Any, *, error: str = "") -> HttpResponse:
     if not session_can_manage(user=request.user, session=session):
         raise PermissionDenied("only staff and the session's owner may see its jobs")
@@ -91,14 +96,23 @@ def _render_panel(request: HttpRequest, session: Any, *, error: str = "") -> Htt
             "retry_of_id", flat=True
         )
     )
-    rows = [
-        {
-            "job": job,
-            "can_cancel": job.state in CANCELLABLE_STATES,
-            "can_retry": job.state in FAILURE_STATES and job.pk not in retried,
-        }
-        for job in jobs
-    ]
+    configured = set(slot_names())
+    rows = []
+    for job in jobs:
+        # A job that failed for want of a model would fail again the same way: no Retry until
+        # staff configure the slot, and the row says what it waits for.
+        missing = _NO_MODEL.search(job.error or "")
+        waits_for = missing.group(1) if missing and missing.group(1) not in configured else ""
+        rows.append(
+            {
+                "job": job,
+                "can_cancel": job.state in CANCELLABLE_STATES,
+                "can_retry": job.state in FAILURE_STATES
+                and job.pk not in retried
+                and not waits_for,
+                "waits_for_slot": waits_for,
+            }
+        )
     live = any(job.state in UNFINISHED_STATES for job in jobs)
     return render(
         request,

@@ -51,17 +51,31 @@ trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
 trap stop EXIT
 
+# The periodic tasks (source job dispatch, the orphan reaper) run every few seconds: at info
+# level their "received"/"succeeded" lines were half the log. Warnings and errors still show;
+# COVEL_LOG_LEVEL=info brings the chatter (and Celery's banners) back.
+LOG_LEVEL=${COVEL_LOG_LEVEL:-warning}
+QUIET=--quiet
+[ "$LOG_LEVEL" = "warning" ] || QUIET=
+
 set -m
 # --pidfile is beat's lock: a second beat refuses to start while the first one lives.
-.venv/bin/celery -A config beat --loglevel=info --schedule "$VAR/celerybeat-schedule" \
-  --pidfile "$BEAT_PID" &
+.venv/bin/celery -A config $QUIET beat --loglevel="$LOG_LEVEL" \
+  --schedule "$VAR/celerybeat-schedule" --pidfile "$BEAT_PID" &
 pids+=($!)
-.venv/bin/celery -A config worker --loglevel=info --concurrency=2 &
+.venv/bin/celery -A config $QUIET worker --loglevel="$LOG_LEVEL" --concurrency=2 &
 pids+=($!)
 # uvicorn: ASGI, so an open event stream waits on a notification instead of holding a thread.
 DB_POOL=${DB_POOL:-true} .venv/bin/uvicorn config.asgi:application --host "${ADDR%:*}" \
   --port "${ADDR##*:}" --lifespan off --timeout-graceful-shutdown 5 --no-access-log &
 pids+=($!)
 set +m
+
+echo "Covel Hub runs at http://$ADDR/ (Ctrl-C stops it)."
+# A fresh install has nobody who may approve packages or configure model slots yet.
+if ! $PY manage.py shell -v 0 -c "from django.contrib.auth import get_user_model as users; import sys
+sys.exit(0 if users().objects.filter(is_superuser=True).exists() else 1)" 2>/dev/null; then
+  echo "next: create an admin with  .venv/bin/python manage.py createsuperuser  (then sign in at http://$ADDR/admin/)"
+fi
 # Any service ending ends the hub (the trap stops the others).
 wait -n

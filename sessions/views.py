@@ -7,6 +7,7 @@ resolution outcomes, the story, live runtime statuses (server-sent events) and p
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -20,10 +21,13 @@ from django.views.decorators.http import require_http_methods
 from approvals.selectors import packages_usability
 from catalogue.models import Package
 from eventlog.selectors import last_event_seq
+from jobs.models import RuntimeJob
+from sessions import rewind, services
 from sessions import selectors as play_selectors
-from sessions import services
+from sessions.command_list import session_command_list
 from sessions.extensions import session_slots
-from sessions.models import Session
+from sessions.model_needs import packages_missing_slots
+from sessions.models import Interaction, Session
 from sessions.package_ui.selectors import session_package_ui
 from worlds import selectors
 from worlds.fields import FieldError
@@ -49,8 +53,21 @@ def _choices(world: World) -> list[dict[str, Any]]:
     )
     # Pending or denied packages are shown with their state and cannot be ticked.
     usability = packages_usability(package_ids=[p.package_id for p in packages])
+    # A package whose agent needs a model slot nobody configured would fail every turn: shown
+    # greyed with the reason, never ticked (not even when the world lists it).
+    installed = play_selectors.installed_manifests()
+    no_model = packages_missing_slots(
+        manifests={
+            p.package_id: installed[p.package_id] for p in packages if p.package_id in installed
+        },
+        presets=world.plugin_settings or {},
+    )
     for package in packages:
         usable = usability[package.package_id]
+        slots = no_model.get(package.package_id)
+        reason = usable.reason
+        if usable.usable and slots:
+            reason = f"needs a model: staff have not configured the slot {', '.join(slots)}"
         rows.append(
             {
                 "id": package.package_id,
@@ -58,12 +75,14 @@ def _choices(world: World) -> list[dict[str, Any]]:
                 "description": package.description,
                 "core": package.kind == "core",
                 "checked": usable.usable
+                and not slots
                 and (package.kind == "core" or package.package_id in wanted),
                 "version": package.version,
                 "trust": package.trust,
                 "approval": usable.state,
-                "blocked": not usable.usable,
-                "reason": usable.reason,
+                "blocked": not usable.usable or bool(slots),
+                "needs_model": bool(slots) and usable.usable,
+                "reason": reason,
             }
         )
     return rows
@@ -118,6 +137,37 @@ def _new_context(worlds: list[World], world: World | None) -> dict[str, Any]:
         # The picker shows only when there is a choice to make.
         "players": selectors.world_player_characters(world=world) if world else [],
     }
+
+
+# A job that failed only for want of a model says so in its error; shown like a runtime that did.
+_NO_MODEL_JOB = re.compile(r"no model is configured for slot '([^']+)'")
+
+
+def _runtime_states(session: Session, turn: Any) -> list[dict[str, Any]]:
+    """The last turn's runtime results, where a deferred runtime shows its job's state: one
+    state per runtime, the same the jobs panel shows (one query)."""
+    results = list(turn.results or [])
+    if not any(r.get("status") == "deferred" for r in results):
+        return results
+    jobs = {
+        job.runtime_id: job
+        for job in RuntimeJob.objects.filter(session=session, source_turn=str(turn.pk)).order_by(
+            "id"
+        )
+    }
+    merged = []
+    for result in results:
+        job = jobs.get(result.get("runtime")) if result.get("status") == "deferred" else None
+        if job is not None:
+            missing = _NO_MODEL_JOB.search(job.error or "")
+            result = {
+                **result,
+                "status": job.state,
+                "code": "no-model-configured" if missing else (job.reason or ""),
+                "reason": f"needs the '{missing.group(1)}' slot" if missing else (job.error or ""),
+            }
+        merged.append(result)
+    return merged
 
 
 def _outcome_rows(session: Session) -> list[dict[str, Any]]:
@@ -182,6 +232,16 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         status = 422
     panels = build_panels(world=session.world, session=session, can_edit=True, posted=posted)
     turns = play_selectors.turn_list(session=session)
+    # A form's answer runs as a turn; the story shows it as the answer it is, not as a line
+    # the player typed ("[Player input] ..."). One query for the page.
+    answered = dict(
+        Interaction.objects.filter(answer_turn__in=turns).values_list(
+            "answer_turn_id", "form__title"
+        )
+    )
+    for turn in turns:
+        turn.answered_form = str(answered[turn.pk] or "a form") if turn.pk in answered else ""
+    last_player = next((t for t in reversed(turns) if t.kind == "player"), None)
     context = {
         "session": session,
         "seats": _seat_rows(session),
@@ -190,7 +250,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "slots": selectors.model_slots(),
         "outcomes": _outcome_rows(session),
         "turns": turns,
-        "last_results": turns[-1].results if turns else [],
+        "last_results": _runtime_states(session, turns[-1]) if turns else [],
         "plugin_data": _plugin_data_panel(request, session),
         "last_seq": last_event_seq(session=session),
         "forms": play_selectors.interaction_pending_list(session=session),
@@ -199,6 +259,10 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         "package_ui": session_package_ui(
             session=session, turn_ids=[t.pk for t in turns], turns=turns
         ),
+        "commands": session_command_list(session=session),
+        "last_turn": last_player if last_player and last_player.status != "running" else None,
+        # After a refused save the settings section opens on its banner.
+        "settings_open": bool(posted),
     }
     return render(request, "sessions/session_detail.html", context, status=status)
 
@@ -265,6 +329,35 @@ def session_seat(request: HttpRequest, session_id: uuid.UUID, seat_id: str) -> H
             exc.message, status=exc.status, content_type="text/plain; charset=utf-8"
         )
     return redirect(reverse("sessions:detail", args=[session.pk]))
+
+
+def _rewind_view(request: HttpRequest, session_id: uuid.UUID, service: Any) -> HttpResponse:
+    session = Session.objects.select_related("world", "owner").filter(pk=session_id).first()
+    if session is None:
+        raise Http404("no such session")
+    if not play_selectors.session_can_access(session=session, user=request.user):
+        raise PermissionDenied("this session belongs to another player")
+    try:
+        service(session=session, turn_id=request.POST.get("turn", ""))
+    except services.SessionProblem as exc:
+        return HttpResponse(
+            exc.message, status=exc.status, content_type="text/plain; charset=utf-8"
+        )
+    return redirect(reverse("sessions:detail", args=[session.pk]))
+
+
+@login_required
+@require_http_methods(["POST"])
+def session_undo(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Undo the last turn (sessions/rewind.py): its story and its writes."""
+    return _rewind_view(request, session_id, rewind.turn_undo)
+
+
+@login_required
+@require_http_methods(["POST"])
+def session_regenerate(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Undo the last turn and play its message again."""
+    return _rewind_view(request, session_id, rewind.turn_regenerate)
 
 
 @login_required

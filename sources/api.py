@@ -60,7 +60,8 @@ def source_plugin(request: HttpRequest, plugin_id: str) -> dict:
         "id": plugin.plugin_id,
         "name": plugin.name,
         "state": plugin.state,
-        "folder": plugin.folder,
+        # Where the plugin sits on the server is staff knowledge, as on the HTML page.
+        "folder": plugin.folder if getattr(request.user, "is_staff", False) else None,
         "content_hash": plugin.content_hash,
         "synced_at": plugin.synced_at,
         "manifest": plugin.manifest,

@@ -40,7 +40,8 @@ class SourcePluginOut(Schema):
     id: str
     name: str
     state: str
-    folder: str
+    # The server's own path: staff only (null for everyone else).
+    folder: str | None
     content_hash: str
     synced_at: datetime
     manifest: dict[str, Any]

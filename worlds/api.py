@@ -11,15 +11,15 @@ import uuid
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Body, Router
+from ninja import Body, Query, Router
 
 from catalogue.models import Package
 from core.auth import hub_auth
 from core.errors import Conflict, Forbidden, Invalid, NotAuthenticated, NotFound, issue, pointer
-from core.schemas import errors
+from core.schemas import PageQuery, errors, page
 from worlds import selectors
 from worlds.models import World
-from worlds.schemas import PackageSettingsOut, WorldOut
+from worlds.schemas import PackageSettingsOut, WorldListOut, WorldOut
 from worlds.selectors import Session
 from worlds.services import (
     SettingsInvalid,
@@ -175,10 +175,17 @@ def _world_out(world: World) -> dict[str, Any]:
     }
 
 
-@router.get("/worlds", response={200: list[WorldOut]})
-def worlds_list(request: HttpRequest):
-    """Every indexed world with its author card."""
-    return [_world_out(w) for w in selectors.world_list()]
+@router.get("/worlds", response={200: WorldListOut, **errors(422)})
+def worlds_list(request: HttpRequest, paging: Query[PageQuery]):
+    """The indexed worlds with their author cards, by id, one page ({items, count, limit, offset})."""
+    worlds = selectors.world_list()
+    items = worlds[paging.offset : paging.offset + paging.limit]
+    return page(
+        [_world_out(w) for w in items],
+        count=worlds.count(),
+        limit=paging.limit,
+        offset=paging.offset,
+    )
 
 
 @router.get("/worlds/{world_id}", response={200: WorldOut, **errors(404, 422)})

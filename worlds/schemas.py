@@ -4,6 +4,8 @@ from typing import Any
 
 from ninja import Schema
 
+from core.schemas import PageOut
+
 
 class OptionOut(Schema):
     value: str
@@ -76,3 +78,7 @@ class WorldOut(Schema):
     owner: str | None = None
     errors: list[dict[str, str]]
     warnings: list[dict[str, str]]
+
+
+class WorldListOut(PageOut):
+    items: list[WorldOut]

@@ -26,3 +26,12 @@ def approval_panel(context: template.Context, package: Any) -> dict[str, Any]:
 def pretty_json(value: Any) -> str:
     # Autoescaping still applies to the result: plugin text stays text.
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+@register.simple_tag
+def pending_approvals() -> int:
+    """How many approval requests wait for staff: the header's count (one COUNT query, asked
+    only on pages a staff member sees)."""
+    from approvals.models import ApprovalRequest
+
+    return ApprovalRequest.objects.filter(state=ApprovalRequest.State.PENDING).count()

@@ -11,7 +11,7 @@ from django import template
 register = template.Library()
 
 # The agent runtime's reason for an unconfigured slot names it in quotes: "... the 'utility' slot".
-_SLOT_IN_REASON = re.compile(r"the '([^']+)' slot")
+_SLOT_IN_REASON = re.compile(r"the '([^']+)' slot|slot '([^']+)'")
 NO_MODEL = "no-model-configured"
 
 
@@ -40,7 +40,7 @@ def needs_model_slot(result: Any) -> str:
     if not isinstance(result, dict) or result.get("code") != NO_MODEL:
         return ""
     match = _SLOT_IN_REASON.search(str(result.get("reason", "")))
-    return match.group(1) if match else "?"
+    return (match.group(1) or match.group(2)) if match else "?"
 
 
 @register.filter
@@ -49,3 +49,12 @@ def plain_number(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+@register.filter
+def plain(value: Any) -> Any:
+    """A value as a player reads it: yes/no for a boolean (never Python's True/False), 2 for
+    2.0; anything else unchanged (and auto-escaped by the template)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return plain_number(value)

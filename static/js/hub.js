@@ -31,15 +31,32 @@
     const show = (id) => {
       if (!panels.some((panel) => panel.id === id)) id = panels[0].id;
       for (const panel of panels) panel.hidden = panel.id !== id;
-      for (const tab of tabs) tab.setAttribute("aria-selected", String(tab.getAttribute("aria-controls") === id));
+      for (const tab of tabs) {
+        const selected = tab.getAttribute("aria-controls") === id;
+        tab.setAttribute("aria-selected", String(selected));
+        // One tab stop for the list; the arrow keys move between the tabs (WAI-ARIA tabs).
+        tab.tabIndex = selected ? 0 : -1;
+      }
     };
+    const choose = (tab) => {
+      const id = tab.getAttribute("aria-controls");
+      history.pushState(null, "", `#${id}`);
+      show(id);
+      tab.focus();
+    };
+    tabList.addEventListener("keydown", (event) => {
+      const index = tabs.indexOf(event.target.closest("[role=tab]"));
+      if (index < 0) return;
+      const next = { ArrowRight: index + 1, ArrowDown: index + 1, ArrowLeft: index - 1, ArrowUp: index - 1, Home: 0, End: tabs.length - 1 }[event.key];
+      if (next === undefined) return;
+      event.preventDefault();
+      choose(tabs[(next + tabs.length) % tabs.length]);
+    });
     tabList.addEventListener("click", (event) => {
       const tab = event.target.closest("[role=tab]");
       if (!tab) return;
       event.preventDefault();
-      const id = tab.getAttribute("aria-controls");
-      history.pushState(null, "", `#${id}`);
-      show(id);
+      choose(tab);
     });
     window.addEventListener("popstate", () => show(location.hash.slice(1)));
     show(location.hash.slice(1));

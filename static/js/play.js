@@ -15,6 +15,12 @@
   const asks = document.getElementById("asks");
   const formsBox = document.getElementById("forms");
   const notices = document.getElementById("notifications");
+  const storyLive = document.getElementById("story-live");
+  const turnTools = document.getElementById("turn-tools");
+  const commandMenu = document.getElementById("command-menu");
+  const commandList = document.getElementById("command-list");
+  const words = root.dataset; // translated words the template hands over (data-t-*)
+  const say = (name, fallback) => words[name] || fallback;
 
   function csrfToken() {
     try {
@@ -34,6 +40,7 @@
   function turnItem(turnId) {
     let item = story.querySelector(`li[data-turn="${CSS.escape(turnId)}"]`);
     if (!item) {
+      story.querySelector(".story-empty")?.remove();
       item = el("li", "turn");
       item.dataset.turn = turnId;
       item.append(el("p", "player-line"), el("p", "narrative"));
@@ -42,11 +49,34 @@
     return item;
   }
 
+  // A form's answer runs as a turn whose message the server writes ("[Player input] <title>:
+  // ..."); the story shows it as the answer it is, like the page does after a reload.
+  const ANSWER = /^\[Player input\] ([^:]*):/;
+  function showPlayerLine(item, message) {
+    const line = item.querySelector(".player-line, .answer-line");
+    const answer = ANSWER.exec(String(message || ""));
+    if (answer) {
+      line.className = "answer-line";
+      line.textContent = say("tAnswered", "You answered “{form}”.").replace("{form}", answer[1]);
+    } else {
+      line.className = "player-line";
+      line.textContent = message;
+    }
+  }
+
+  // Players read yes/no, never true/false.
+  function plain(value) {
+    if (value === true) return say("tYes", "yes");
+    if (value === false) return say("tNo", "no");
+    return value;
+  }
+
   // A runtime that only lacks a configured model slot is a setup note for staff, not a failure.
   function neededSlot(result) {
     if (result.code !== "no-model-configured") return "";
-    const match = /the '([^']+)' slot/.exec(String(result.reason || ""));
-    return match ? match[1] : "?";
+    const match = /the '([^']+)' slot|slot '([^']+)'/.exec(String(result.reason || ""));
+    if (match) return match[1] || match[2];
+    return "?";
   }
 
   function showRuntime(result) {
@@ -78,21 +108,29 @@
     const details = el("details");
     const summary = el("summary");
     summary.append(el("code", "", compact.length > 60 ? `${compact.slice(0, 59)}…` : compact));
-    details.append(summary, el("pre", "", JSON.stringify(value, null, 2)));
+    const pre = el("pre", "", JSON.stringify(value, null, 2));
+    pre.tabIndex = 0; // a scrolling box is reachable from the keyboard
+    details.append(summary, pre);
     return details;
   }
 
-  // A command's answer rendered as text, a list, or field/value pairs, never as raw JSON.
+  // A command's answer: its `message` as text, the rest of its data folded under it; without
+  // a message, text, a list, or field/value pairs, never as raw JSON.
   function commandNode(value) {
-    if (value === null || value === undefined) return el("p", "muted", "Done.");
-    // Covel's action answer, {ok, message, data}: the message is what the player reads.
-    if (typeof value === "object" && typeof value.message === "string" && "ok" in value) {
+    if (value && typeof value === "object" && !Array.isArray(value) && typeof value.message === "string") {
+      const { message, ...rest } = value;
       const box = el("div");
-      box.append(el("p", value.ok === false ? "error-text" : "command-message", value.message));
-      if (value.data !== null && value.data !== undefined && value.ok !== false) box.append(commandNode(value.data));
+      // Covel's action answer, {ok, message, data}: the message is what the player reads.
+      box.append(el("p", value.ok === false ? "error-text" : "message", message));
+      if (Object.keys(rest).length) {
+        const details = el("details", "command-data");
+        details.append(el("summary", "", say("tDetails", "Details")), commandFields(rest));
+        box.append(details);
+      }
       return box;
     }
-    if (typeof value !== "object") return el("p", "", value);
+    if (value === null || value === undefined) return el("p", "muted", say("tDone", "Done."));
+    if (typeof value !== "object") return el("p", "", plain(value));
     if (Array.isArray(value)) {
       const list = el("ul");
       for (const item of value) {
@@ -102,12 +140,16 @@
       }
       return list;
     }
+    return commandFields(value);
+  }
+
+  function commandFields(value) {
     const fields = el("dl");
     for (const [key, item] of Object.entries(value)) {
       const dd = el("dd");
       if (Array.isArray(item) && item.every((x) => x === null || typeof x !== "object")) dd.textContent = item.join(", ");
       else if (item !== null && typeof item === "object") dd.append(valueNode(item));
-      else dd.textContent = String(item);
+      else dd.textContent = String(plain(item));
       fields.append(el("dt", "", key), dd);
     }
     return fields;
@@ -202,7 +244,7 @@
       for (const text of entry.items || []) items.append(el("li", "", text));
       item.append(items);
     } else {
-      item.append(el("span", "value", entry.value));
+      item.append(el("span", "value", plain(entry.value)));
     }
     return item;
   }
@@ -254,7 +296,7 @@
     "turn.started": (p) => {
       if (p.kind !== "player") return;
       runtimes.replaceChildren();
-      turnItem(p.turnId).querySelector(".player-line").textContent = p.playerMessage;
+      showPlayerLine(turnItem(p.turnId), p.playerMessage);
     },
     "runtime.status": (p) => showRuntime(p),
     "plugin.event": (p) => previewSlots(p),
@@ -273,8 +315,23 @@
       if (p.kind === "player") {
         turns.textContent = String(p.number);
         phase.textContent = "playing";
+        if (turnTools) {
+          turnTools.querySelector('input[name="turn"]').value = p.turnId;
+          turnTools.hidden = false;
+        }
       }
       if (state) state.textContent = "";
+      announce(p.turnId);
+    },
+    // The last turn was undone (here or in another tab): its story goes.
+    "turn.undone": (p) => {
+      for (const id of p.removed || []) story.querySelector(`li[data-turn="${CSS.escape(id)}"]`)?.remove();
+      turns.textContent = String(p.number ?? turns.textContent);
+      const last = [...story.querySelectorAll("li.turn")].pop();
+      if (turnTools) {
+        turnTools.hidden = !last;
+        if (last) turnTools.querySelector('input[name="turn"]').value = last.dataset.turn;
+      }
     },
     "settle.waiting": (p) => {
       if (state) state.textContent = `waiting for ${p.count} background job${p.count === 1 ? "" : "s"}...`;
@@ -284,7 +341,18 @@
     },
     // The jobs panel (an htmx fragment) reloads when a job is queued or changes state.
     "runtime.deferred": () => refreshJobs(),
-    "job-status.updated": () => refreshJobs(),
+    // The job of a deferred runtime: the Runtimes panel shows its state, as the jobs panel does.
+    "job-status.updated": (p) => {
+      refreshJobs();
+      if (!runtimes.querySelector(`li[data-runtime="${CSS.escape(String(p.runtimeId))}"]`)) return;
+      const missing = /no model is configured for slot '([^']+)'/.exec(String(p.error || ""));
+      showRuntime({
+        runtime: p.runtimeId,
+        status: p.state,
+        code: missing ? "no-model-configured" : p.reason || "",
+        reason: missing ? `needs the '${missing[1]}' slot` : p.error || "",
+      });
+    },
     // A switch made elsewhere (another tab, the API, staff): show who the seat plays now.
     "seat.changed": (p) => {
       const section = document.querySelector(`[data-seat="${CSS.escape(String(p.seatId))}"]`);
@@ -327,7 +395,9 @@
       li.append(el("span", "part-type", part.type));
       if (part.status) li.append(" ", el("span", "part-status muted", part.status));
       const structured = part.content !== null && typeof part.content === "object";
-      li.append(structured ? el("pre", "part-content", JSON.stringify(part.content, null, 2)) : el("p", "part-content", part.content));
+      const content = structured ? el("pre", "part-content", JSON.stringify(part.content, null, 2)) : el("p", "part-content", plain(part.content));
+      if (structured) content.tabIndex = 0;
+      li.append(content);
       parts.append(li);
     }
     section.append(el("p", "ui-block-from muted", block.meta?.pluginId), parts);
@@ -336,8 +406,18 @@
 
   // ---------------------------------------------------------------- forms and notices
 
+  // The live region reads a committed turn's story once (not every streamed word).
+  function announce(turnId) {
+    if (!storyLive) return;
+    const item = story.querySelector(`li[data-turn="${CSS.escape(String(turnId))}"]`);
+    const text = item?.querySelector(".narrative")?.textContent.trim();
+    if (text) storyLive.textContent = text;
+  }
+
   function showNotice(notice) {
     notices.querySelector(".empty")?.remove();
+    const count = document.getElementById("notice-count");
+    if (count) count.textContent = `(${notices.querySelectorAll("li.notification").length + 1})`;
     const item = el("li", `notification level-${String(notice.level || "info").replace(/[^a-z]/g, "")}`);
     if (notice.problem) item.dataset.problem = notice.problem;
     item.append(el("strong", "title", notice.title));
@@ -477,28 +557,167 @@
     return { ok: response.ok, status: response.status, data };
   }
 
+  // ---------------------------------------------------------------- slash commands
+
+  // The session's commands, as the page listed them (<template id="command-list">).
+  function commands() {
+    if (!commandList) return [];
+    return [...commandList.content.querySelectorAll("li.command")].map((li) => ({
+      name: li.dataset.name,
+      aliases: (li.dataset.aliases || "").split(" ").filter(Boolean),
+      usage: li.dataset.usage,
+      node: li,
+    }));
+  }
+
+  function findCommand(name) {
+    return commands().find((c) => c.name === name || c.aliases.includes(name));
+  }
+
+  function helpNode() {
+    const list = el("ul", "help-list");
+    list.append(...[...(commandList?.content.children || [])].map((li) => document.importNode(li, true)));
+    return list;
+  }
+
+  let menuIndex = -1;
+
+  function menuItems() {
+    return commandMenu ? [...commandMenu.querySelectorAll("li[role=option]")] : [];
+  }
+
+  function closeMenu() {
+    if (!commandMenu) return;
+    commandMenu.hidden = true;
+    commandMenu.replaceChildren();
+    menuIndex = -1;
+    composer.querySelector("textarea").removeAttribute("aria-activedescendant");
+  }
+
+  function highlight(index) {
+    const items = menuItems();
+    if (!items.length) return;
+    menuIndex = (index + items.length) % items.length;
+    items.forEach((item, i) => item.setAttribute("aria-selected", String(i === menuIndex)));
+    composer.querySelector("textarea").setAttribute("aria-activedescendant", items[menuIndex].id);
+    items[menuIndex].scrollIntoView({ block: "nearest" });
+  }
+
+  // Typing "/" and a name: the commands whose name or alias starts with it, and /help.
+  function updateMenu(box) {
+    if (!commandMenu) return;
+    const match = /^\/(\S*)$/.exec(box.value);
+    if (!match) return closeMenu();
+    const typed = match[1].toLowerCase();
+    const found = commands().filter((c) => [c.name, ...c.aliases].some((n) => n.toLowerCase().startsWith(typed)));
+    const rows = found.map((c) => ({ name: c.name, usage: c.usage, text: c.node.querySelector(".description")?.textContent || "" }));
+    if ("help".startsWith(typed)) rows.push({ name: "help", usage: "/help", text: say("tHelp", "List the commands of this session") });
+    if (!rows.length) return closeMenu();
+    commandMenu.replaceChildren(...rows.map((row, i) => {
+      const item = el("li");
+      item.id = `command-option-${i}`;
+      item.setAttribute("role", "option");
+      item.dataset.name = row.name;
+      item.append(el("code", "usage", row.usage), " ", el("span", "description", row.text));
+      return item;
+    }));
+    commandMenu.hidden = false;
+    highlight(0);
+  }
+
+  function pick(item) {
+    const box = composer.querySelector("textarea");
+    box.value = `/${item.dataset.name} `;
+    closeMenu();
+    box.focus();
+  }
+
+  commandMenu?.addEventListener("mousedown", (event) => {
+    const item = event.target.closest("li[role=option]");
+    if (item) {
+      event.preventDefault();
+      pick(item);
+    }
+  });
+
+  const messageBox = composer?.querySelector("textarea");
+  messageBox?.addEventListener("input", () => updateMenu(messageBox));
+  messageBox?.addEventListener("blur", () => setTimeout(closeMenu, 150));
+
+  // Enter sends, Shift+Enter is a new line (and Enter while an input method composes is its own).
+  // With the command menu open, arrows move, Enter or Tab picks, Escape closes.
+  messageBox?.addEventListener("keydown", (event) => {
+    if (event.isComposing || event.keyCode === 229) return;
+    const open = commandMenu && !commandMenu.hidden;
+    if (open && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
+      event.preventDefault();
+      highlight(menuIndex + (event.key === "ArrowDown" ? 1 : -1));
+      return;
+    }
+    if (open && event.key === "Escape") {
+      event.preventDefault();
+      closeMenu();
+      return;
+    }
+    if (open && (event.key === "Tab" || event.key === "Enter") && !event.shiftKey && menuIndex >= 0) {
+      const item = menuItems()[menuIndex];
+      // "/roll" fully typed: Enter sends it rather than picking it again.
+      if (event.key === "Tab" || messageBox.value.trim() !== `/${item.dataset.name}`) {
+        event.preventDefault();
+        pick(item);
+        return;
+      }
+    }
+    if (event.key === "Enter" && !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey) {
+      event.preventDefault();
+      closeMenu();
+      composer.requestSubmit();
+    }
+  });
+
+  // A refused command: the server's message, and how the command is typed.
+  function commandError(text, answer) {
+    const box = el("div");
+    box.append(el("p", "error-text", errorMessage(answer)));
+    const name = text.slice(1).split(/\s+/)[0];
+    const usage = answer.data.details?.usage || findCommand(name)?.usage;
+    if (usage) box.append(el("p", "usage", `${say("tUsage", "Usage:")} `), el("code", "", usage));
+    if (answer.data.code === "unknown-command" || /no command/.test(errorMessage(answer))) {
+      box.append(el("p", "muted", say("tHelpHint", "Type /help for the list of commands.")));
+    }
+    return box;
+  }
+
   composer?.addEventListener("submit", async (event) => {
     event.preventDefault();
     const box = composer.querySelector("textarea");
     const text = box.value.trim();
     if (!text) return;
+    closeMenu();
+    if (text === "/help" || text === "/?") {
+      showCommandResult(helpNode());
+      box.value = "";
+      return;
+    }
     const button = composer.querySelector("button");
     button.disabled = true;
-    state.textContent = text.startsWith("/") ? "Running the command..." : "The story unfolds...";
+    state.textContent = text.startsWith("/") ? say("tRunning", "Running the command...") : say("tUnfolds", "The story unfolds...");
     try {
       if (text.startsWith("/")) {
         const answer = await post(root.dataset.commandsUrl, { text });
-        showCommandResult(answer.ok ? commandNode(answer.data.value) : el("p", "error-text", errorMessage(answer)));
+        showCommandResult(answer.ok ? commandNode(answer.data.value) : commandError(text, answer));
         state.textContent = "";
+        if (answer.ok) box.value = "";
       } else {
         clearCommandResult();
         const answer = await post(root.dataset.actionsUrl, { message: text });
         if (!answer.ok) state.textContent = errorMessage(answer);
         else state.textContent = "";
+        box.value = "";
       }
-      box.value = "";
     } finally {
       button.disabled = false;
+      box.focus();
     }
   });
 

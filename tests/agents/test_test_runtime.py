@@ -36,8 +36,9 @@ def write_cases(package: Path, cases: list[dict]) -> None:
 
 @pytest.mark.parametrize("package", AGENT_PACKAGES)
 def test_every_bundled_agent_package_ships_cases_that_pass(package: str):
-    code, report, _ = run_command(str(PLUGINS / package))
+    code, report, err = run_command(str(PLUGINS / package))
     assert code == 0, json.dumps(report, indent=2)
+    assert err.strip().splitlines()[-1].startswith(f"PASS {package}: ")
     assert report["status"] == "ok" and report["mode"] == "mock" and report["pluginId"] == package
     assert report["cases"] and all(c["status"] == "passed" for c in report["cases"])
     assert {"runtimeResults", "pluginData", "events", "llmCalls"} <= set(
@@ -84,6 +85,10 @@ def test_a_broken_case_exits_1_and_names_the_failing_case(tmp_path: Path):
     failing = report["cases"][1]["result"]["failures"][0]
     assert failing.startswith("runtime notebook ended failed, expected success")
     assert "failed cases: a-bad-note-id-is-rejected-and-the-run-fails" in done.stderr
+    # The verdict for people is the last line, with the case's first failure above it.
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("FAIL notebook: 1 of 2 case(s) failed")
+    assert lines[-2].startswith("  ✗ a-bad-note-id-is-rejected-and-the-run-fails: runtime notebook")
 
 
 def test_bad_arguments_exit_2(tmp_path: Path):

@@ -22,9 +22,16 @@ def test_staff_approve_in_the_browser_and_players_are_refused(
     assert card.count() == 1
     assert "https://api.weather.example" in card.inner_text()
     card.locator("input[name=note]").fill("read the entry module")
+    # The decision asks first (hub.js data-confirm); dismissed, nothing is decided.
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    card.locator("button[value=allow]").click()
+    assert not package_is_usable(package_id="weather")
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     card.locator("button[value=allow]").click()
     page.wait_for_url(f"{base}/approvals/")
     assert "approved" in page.locator("ul.messages").inner_text()
+    assert asked and "weather" in asked[0]
     assert package_is_usable(package_id="weather")
 
     page.goto(f"{base}/packages/weather/")

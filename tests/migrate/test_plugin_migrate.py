@@ -221,7 +221,10 @@ def test_command_check_writes_nothing_and_prints_the_diff(tmp_path):
     package = _copy("fate-dice", tmp_path)
     before = _snapshot(package)
     out = StringIO()
-    call_command("plugin_migrate", str(package), "--check", stdout=out)
+    # Files would change: --check exits 1 (after printing the diff), so CI notices.
+    with pytest.raises(CommandError) as raised:
+        call_command("plugin_migrate", str(package), "--check", stdout=out)
+    assert raised.value.returncode == 1 and "would change" in str(raised.value)
     text = out.getvalue()
     assert "+++ b/runtimes/roll/RUNTIME.md" in text
     assert "-type: plugin" in text and "+kind: plugin" in text
@@ -240,12 +243,16 @@ def test_command_writes_then_second_run_changes_nothing(tmp_path):
     document = json.loads(out.getvalue())
     assert document["ok"] is True and document["changed"] is False and document["written"] is False
     assert document["diff"] == ""
+    # Nothing would change any more: --check passes.
+    call_command("plugin_migrate", str(package), "--check", stdout=StringIO())
 
 
 def test_command_json_reports_contracts_and_changes(tmp_path):
     package = _copy("fate-dice", tmp_path)
     out = StringIO()
-    call_command("plugin_migrate", str(package), "--check", "--json", stdout=out)
+    with pytest.raises(CommandError) as raised:
+        call_command("plugin_migrate", str(package), "--check", "--json", stdout=out)
+    assert raised.value.returncode == 1
     document = json.loads(out.getvalue())
     assert document["ok"] and document["changed"] and not document["written"]
     actions = {(c["action"], c["from"], c["to"]) for c in document["changes"]}

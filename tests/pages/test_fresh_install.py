@@ -48,7 +48,7 @@ def test_plugin_data_values_are_indented_json_in_a_fold(client, harbor_session, 
     row = html[html.index('data-key="rapport/scores/current"') :]
     row = row[: row.index("</tr>")]
     assert "<details>" in row and "<summary>" in row
-    pre = re.search(r"<pre>(.*?)</pre>", row, re.S).group(1)
+    pre = re.search(r"<pre[^>]*>(.*?)</pre>", row, re.S).group(1)
     assert "\n  &quot;Oduya&quot;: {\n    &quot;score&quot;: -2\n  }" in pre
 
 

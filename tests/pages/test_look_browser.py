@@ -70,8 +70,10 @@ def test_the_header_and_session_page_fit_a_phone(
     sign_in(page, live_server, "alice", "alice-password")
     page.goto(f"{live_server.url}/sessions/{harbor_session.pk}/")
     assert overflow(page) == 0
-    composer = page.locator("#message").bounding_box()
-    assert composer["width"] > 300 and composer["x"] + composer["width"] <= 390
+    # The box and its Send button share the row, as in a chat app, and fill the phone's width.
+    composer = page.locator(".composer-box").bounding_box()
+    assert composer["width"] > 340 and composer["x"] + composer["width"] <= 390
+    assert page.locator("#message").bounding_box()["width"] > 250
     # The side column drops below the story on a phone instead of squeezing it.
     story = page.locator(".story-column").bounding_box()
     side = page.locator(".side-column").bounding_box()
@@ -110,16 +112,25 @@ def test_error_pages_and_favicon_are_styled(viewport_page, live_server, fresh_in
     )
 
 
-def test_screenshots_of_the_main_pages(viewport_page, live_server, harbor_session, bob) -> None:
+def test_screenshots_of_the_main_pages(
+    viewport_page, live_server, community_dir, lantern_denied, harbor_session, bob
+) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     # A session that has been played looks as a player sees it: story, runtimes, plugin data.
     for message in ("I walk along the quay.", "I ask the harbour master about the storm."):
         assert play(harbor_session, message)["status"] == "committed"
+    from approvals.selectors import approval_current
+
+    request = approval_current(package_key="lantern")
     pages = {
         "home": "/",
+        "search-empty": "/?q=notbk",
         "detail": "/packages/rapport/",
+        "session-new": "/sessions/new/",
         "session": f"/sessions/{harbor_session.pk}/",
         "approvals": "/approvals/",
+        "approval": f"/approvals/{request.pk}/",
+        "jobs": "/jobs/",
     }
     saved = []
     for width in (1280, 390):
@@ -137,7 +148,7 @@ def test_screenshots_of_the_main_pages(viewport_page, live_server, harbor_sessio
                 assert path.stat().st_size > 5_000
                 saved.append(path)
             page.goto("about:blank")
-    assert len(saved) == 16
+    assert len(saved) == 4 * len(pages)
 
 
 def test_the_language_switch_in_the_header(

@@ -44,15 +44,18 @@ def test_a_player_fixes_a_refused_answer_and_sees_the_answer_turn(
     expect(strength_issue).to_be_hidden()
     story = page.locator("#story li.turn")
     expect(story).to_have_count(2)
-    expect(story.nth(1).locator(".player-line")).to_have_text(
-        "[Player input] Your character: Name: Ana; Strength: 12; Class: wizard; Brave: yes"
-    )
+    # The answer turn reads as the answer it is, not as "[Player input] ..." typed by the player.
+    expect(story.nth(1).locator(".answer-line")).to_have_text("You answered “Your character”.")
+    expect(story.nth(1).locator(".player-line")).to_have_count(0)
     expect(page.locator("#session-turns")).to_have_text("2")
 
     # After a reload the answered form is gone from the waiting list.
     page.reload()
     expect(page.locator("form.ask")).to_have_count(0)
     expect(page.locator("#story li.turn")).to_have_count(2)
+    expect(page.locator("#story li.turn").nth(1).locator(".answer-line")).to_have_text(
+        "You answered “Your character”."
+    )
     page.goto("about:blank")
     # The closed stream notices at its next keep-alive; let its server thread end while the
     # test database is still there.

@@ -231,7 +231,7 @@ def test_put_needs_the_csrf_token_with_a_session_cookie(harbor, alice) -> None:
 
 
 def test_worlds_list_api_has_author_cards(client: Client, harbor) -> None:
-    [world] = client.get("/api/worlds").json()
+    [world] = client.get("/api/worlds").json()["items"]
     assert world["id"] == "harbor" and world["author"]["name"] == "Alice Author"
     assert world["owner"] == "alice"
 

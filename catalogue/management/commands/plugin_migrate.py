@@ -3,7 +3,8 @@ manifest format into the current one (the logic is `catalogue.manifest.migrate`)
 
 Prints a unified diff of what changes; `--check` writes nothing. Exit status as
 validate_plugin: 0 when the package (as migrated) passes validation, 1 when something cannot be
-mapped or the migrated package still fails, 2 for bad arguments.
+mapped or the migrated package still fails, 2 for bad arguments. With `--check`, as `ruff format
+--check` does, 1 also when files would change, so a CI step fails until the package is migrated.
 """
 
 from __future__ import annotations
@@ -80,6 +81,11 @@ class Command(BaseCommand):
                 else "the migrated package does not pass validation"
             )
             raise CommandError(reason, returncode=1)
+        if options["check"] and plan.changed:
+            raise CommandError(
+                f"{len(plan.changes)} file(s) would change; run without --check to write them",
+                returncode=1,
+            )
 
     def write_text(self, plan: Plan, *, written: bool, check: bool) -> None:
         out = self.stdout

@@ -3,7 +3,8 @@
 PLUGIN is an installed plugin's id, as in the spec's `pnpm test:runtime -- notebook --pretty`
 (its folder in the bundled, user or community plugin folders, in that order), or a package
 folder path. Runs the package's tests/runtime-cases.json in mock mode (sessions.cases) and prints
-{"status": "ok"|"failed", "mode": "mock", "pluginId", "cases": [...]}. Exit codes: 0 when every
+{"status": "ok"|"failed", "mode": "mock", "pluginId", "cases": [...]}, then on stderr one line per
+failed case (its first failure) and a last PASS/FAIL line with the counts. Exit codes: 0 when every
 case passes, 1 when any fails, 2 for bad arguments (no folder, no PLUGIN.md, no or malformed
 cases file, an unknown --case, an id no installed package has). `Unsupported rpc` notices go
 to stderr, so stdout stays JSON.
@@ -50,8 +51,20 @@ class Command(BaseCommand):
             default=str,
         )
         self.stdout.write(text)
+        self.stdout.flush()
+        # The verdict for people, last (on stderr, so stdout stays one JSON document): one line
+        # per failed case with its first failure, then PASS or FAIL with the counts.
+        failed = [c for c in report.cases if c.get("status") != "passed"]
+        for case in failed:
+            reasons = (case.get("result") or {}).get("failures") or ["failed"]
+            more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+            self.stderr.write(f"  ✗ {case.get('name')}: {reasons[0]}{more}")
+        total = len(report.cases)
         if report.exit_code:
-            failed = [c["name"] for c in report.cases if c["status"] != "passed"]
-            self.stderr.write(f"failed cases: {', '.join(failed)}")
-            self.stdout.flush()
+            names = ", ".join(str(c.get("name")) for c in failed)
+            self.stderr.write(
+                f"FAIL {report.plugin_id}: {len(failed)} of {total} case(s) failed; "
+                f"failed cases: {names}"
+            )
             sys.exit(report.exit_code)
+        self.stderr.write(f"PASS {report.plugin_id}: {total} case(s) passed")
