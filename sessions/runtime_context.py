@@ -104,7 +104,8 @@ def agent_activation(state: TurnState, planned: PlannedRuntime) -> dict[str, Any
 def source_turn_id(state: TurnState) -> str | None:
     """ctx.execution.sourceTurnId: the turn this run belongs to. A background turn's is its
     source turn; a manual background run has none (its seed still comes from its first
-    attempt, see sessions/background.py)."""
+    attempt, see sessions/background.py); a regenerated turn's is the turn it replays
+    (sessions/rewind.py), as Covel's retry keeps its source turn."""
     if state.request.kind != Turn.Kind.BACKGROUND:
-        return str(state.turn.pk)
+        return state.request.execution_source or str(state.turn.pk)
     return str(state.turn.source_turn_id) if state.turn.source_turn_id else None
