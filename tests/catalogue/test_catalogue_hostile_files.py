@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from approvals.selectors import approval_current, package_usability
+from catalogue import callouts
 from catalogue.manifest.package_files import MAX_PACKAGE_BYTES, MAX_PACKAGE_FILE_BYTES
 from catalogue.models import Package
 from catalogue.services import packages_sync
@@ -135,7 +136,8 @@ def test_a_sync_killed_between_the_rows_and_the_request_leaves_nothing_waiting(
     def killed(**_: object) -> None:
         raise Killed
 
-    monkeypatch.setattr("approvals.services.approval_request_sync", killed)
+    # The sync calls what approvals registered in its slot (catalogue/callouts.py).
+    monkeypatch.setattr(callouts.approval_request_sync, "_fn", killed)
     with pytest.raises(Killed):
         packages_sync()
     # The package's rows were rolled back with the request that never came.
