@@ -11,6 +11,9 @@ from typing import Any
 from catalogue.manifest.types import Issue
 
 PLUGIN_FILE = "PLUGIN.md"
+RUNTIMES_DIR = "runtimes"
+# A manifest or locale file larger than this is refused before it is read (prompt body included).
+MAX_FILE_BYTES = 1024 * 1024
 
 
 def inside_package(rel_dir: str, text: str) -> str | None:

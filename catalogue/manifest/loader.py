@@ -15,21 +15,23 @@ from types import MappingProxyType
 from typing import Any
 
 from catalogue.manifest import package_files, rules, schema, schema_files
-from catalogue.manifest.context import PLUGIN_FILE, Context, RuntimeDoc
+from catalogue.manifest.context import (
+    MAX_FILE_BYTES,
+    PLUGIN_FILE,
+    RUNTIMES_DIR,
+    Context,
+    RuntimeDoc,
+)
 from catalogue.manifest.fingerprint import code_fingerprint
-from catalogue.manifest.frontmatter import YAML_CODES, Parsed, parse_yaml, split_markdown
+from catalogue.manifest.frontmatter import YAML_CODES, Parsed, split_markdown
+from catalogue.manifest.locale_files import check_locale_file
 from catalogue.manifest.normalise import normalise_package, normalise_runtime
+from catalogue.manifest.older_format import detect_older_format
 from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest, freeze
-from core.pointer import join
 
 HOST_VERSION = "0.1.0"
-# A manifest file larger than this is refused before it is read (the prompt body included).
-MAX_FILE_BYTES = 1024 * 1024
-RUNTIMES_DIR = "runtimes"
 RUNTIME_FILE = "RUNTIME.md"
 LOCALES_DIR = "locales"
-# Covel's section of a locale file for the text of UI specs and code: English text -> translation.
-MESSAGES_SECTION = "messages"
 LOCALE = r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*"
 _PLUGIN_VARIANT = re.compile(rf"^PLUGIN\.({LOCALE})\.md$")
 _RUNTIME_VARIANT = re.compile(rf"^RUNTIME\.({LOCALE})\.md$")
@@ -239,111 +241,13 @@ class _Loader:
             rules.check_runtime(ctx, rt)
         self.current_file = PLUGIN_FILE
         rules.check_graph(ctx)
-        self.detect_older_format()
+        detect_older_format(ctx, root)
         schema_files.check_schema_files(ctx)
         self.merge_schema_issues()
         self.drop_echoes_of_refused_values()
         if ctx.errors or data is None:
             return None
         return self.build(parsed)
-
-    def detect_older_format(self) -> None:
-        """Name Covel's previous manifest format when its marks are present, once per package.
-
-        Its fields are refused one by one anyway; this says why, so an author of a real Covel
-        package knows the whole manifest needs rewriting, not a typo fixing.
-        """
-        marks: list[tuple[str, str, str]] = []  # (file, pointer, what)
-
-        def scan(data: Any, file: str, where: str) -> None:
-            if isinstance(data, dict):
-                for key, value in data.items():
-                    at = f"{where}/{key}"
-                    if key == "trigger" and value == "scheduled":
-                        marks.append((file, at, "trigger: scheduled (now schedule.stage)"))
-                    elif (
-                        key == "trigger"
-                        and isinstance(value, dict)
-                        and value.get("type") == "scheduled"
-                    ):
-                        marks.append(
-                            (file, f"{at}/type", "trigger.type: scheduled (now an auto trigger)")
-                        )
-                    elif key == "agent" and isinstance(value, dict):
-                        if "llm" in value:
-                            marks.append(
-                                (file, f"{at}/llm", "agent.llm (now agent model settings)")
-                            )
-                        loop = value.get("loop")
-                        if isinstance(loop, dict) and "completion" in loop:
-                            marks.append(
-                                (
-                                    file,
-                                    f"{at}/loop/completion",
-                                    "agent.loop.completion (now agent.completion)",
-                                )
-                            )
-                    elif key == "source" and isinstance(value, dict) and "kind" in value:
-                        marks.append((file, f"{at}/kind", "source.kind"))
-                    scan(value, file, at)
-            elif isinstance(data, list):
-                for i, item in enumerate(data):
-                    scan(item, file, f"{where}/{i}")
-
-        def runtime_marks(data: Any, file: str, base: str) -> None:
-            if not isinstance(data, dict):
-                return
-            if data.get("type") in ("agent", "function"):
-                marks.append(
-                    (file, f"{base}/type", f"a runtime type: {data['type']} (now implied)")
-                )
-            schedule = data.get("schedule")
-            if isinstance(schedule, dict):
-                for key, what in (
-                    ("completion", "schedule.completion (now schedule.detached)"),
-                    ("manual", "schedule.manual (now schedule.background)"),
-                ):
-                    if key in schedule:
-                        marks.append((file, f"{base}/schedule/{key}", what))
-
-        data = self.ctx.data
-        for key, what in (
-            ("type", "a top-level type: (now kind)"),
-            ("optional", "a top-level optional:"),
-            # The covel-plugins repository's format (covel-ai/covel-plugins).
-            ("name", "a top-level name: (now id)"),
-            ("pluginType", "pluginType: (now kind)"),
-        ):
-            if key in data:
-                marks.append((PLUGIN_FILE, f"/{key}", what))
-        scan(data, PLUGIN_FILE, "")
-        runtime_marks(data.get("runtime"), PLUGIN_FILE, "/runtime")
-        for rt in self.ctx.runtimes:
-            if rt.file != PLUGIN_FILE:
-                runtime_marks(rt.data, rt.file, "")
-                scan(rt.data, rt.file, "")
-        runtimes_dir = self.root / RUNTIMES_DIR
-        if runtimes_dir.is_dir():
-            for child in sorted(runtimes_dir.iterdir()):
-                if (child / PLUGIN_FILE).is_file():
-                    marks.append(
-                        (
-                            f"{RUNTIMES_DIR}/{child.name}/{PLUGIN_FILE}",
-                            "",
-                            "a child runtimes/<id>/PLUGIN.md (now RUNTIME.md)",
-                        )
-                    )
-        if not marks:
-            return
-        file, where, _ = marks[0]
-        self.ctx.error(
-            file,
-            where,
-            "older-format",
-            "this package is written in Covel's previous manifest format ("
-            + "; ".join(what for _, _, what in marks)
-            + "); `manage.py plugin_migrate PATH` rewrites it in the current format",
-        )
 
     def collect_runtimes(self, parsed: Parsed | None) -> None:
         ctx = self.ctx
@@ -421,7 +325,13 @@ class _Loader:
                     continue
                 relative = f"{LOCALES_DIR}/{entry.name}"
                 self.current_file = relative
-                self.check_locale_file(relative)
+                check_locale_file(
+                    self.ctx,
+                    self.root,
+                    relative,
+                    reader_issues=self.reader_issues,
+                    schema_issues=self.schema_issues,
+                )
                 self.add_locale(match.group(1), instructions=False)
 
     def scan_variants(self, rel_dir: str, pattern: re.Pattern[str], kind: str) -> None:
@@ -440,73 +350,6 @@ class _Loader:
                 if kind == "locale":
                     rules.check_locale(self.ctx, data, file=relative)
             self.add_locale(match.group(1), instructions=bool(parsed.body.strip()))
-
-    def check_locale_file(self, relative: str) -> None:
-        """locales/<locale>.yaml|json: translated text per manifest file, parsed as safely as frontmatter."""
-        full = os.path.join(self.root, *relative.split("/"))
-        real = os.path.realpath(full)
-        if not real.startswith(self.ctx.real_root + os.sep):
-            self.ctx.error(
-                relative,
-                "",
-                "path-escapes",
-                f"{relative} leads outside the package through a symbolic link",
-            )
-            return
-        try:
-            with open(full, "rb") as handle:
-                raw = handle.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            self.ctx.error(
-                relative, "", "file-unreadable", f"{relative} cannot be read: {exc.strerror or exc}"
-            )
-            return
-        if len(raw) > MAX_FILE_BYTES:
-            self.ctx.error(
-                relative, "", "file-too-large", f"{relative} is larger than {MAX_FILE_BYTES} bytes"
-            )
-            return
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self.ctx.error(
-                relative, "", "not-utf8", f"the file is not valid UTF-8 (byte {exc.start})"
-            )
-            return
-        issues: list[Issue] = []
-        # JSON is YAML, so one safe parser reads both.
-        data = parse_yaml(text.removeprefix("\ufeff"), relative, issues)
-        self.reader_issues.extend(issues)
-        if data is None:
-            return
-        if not isinstance(data, dict):
-            self.ctx.error(
-                relative, "", "frontmatter-not-mapping", "a locale file must be a mapping"
-            )
-            return
-        # One section per manifest file, holding that file's translated text.
-        runtime_files = {rt.file for rt in self.ctx.runtimes if rt.file != PLUGIN_FILE}
-        for section, texts in data.items():
-            where = join("", section)
-            if section == PLUGIN_FILE:
-                self.schema_issues.extend(
-                    schema.validate("locale", texts, file=relative, base=where)
-                )
-                rules.check_locale(self.ctx, texts, file=relative, base=where)
-            elif section == MESSAGES_SECTION:
-                rules.check_locale_messages(self.ctx, texts, file=relative, base=where)
-            elif section in runtime_files:
-                self.schema_issues.extend(
-                    schema.validate("runtime-locale", texts, file=relative, base=where)
-                )
-            else:
-                self.ctx.error(
-                    relative,
-                    where,
-                    "locale-section-unknown",
-                    f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md) "
-                    "nor the messages section",
-                )
 
     def add_locale(self, locale: str, *, instructions: bool) -> None:
         if locale not in self.locales:

@@ -1,0 +1,88 @@
+"""One locales/<locale>.yaml|json file: read as safely as frontmatter, each section checked.
+
+A section per manifest file (PLUGIN.md, runtimes/<id>/RUNTIME.md) holds that file's translated
+text; `messages` holds the text of UI specs and code (docs/loader.md "Translations").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from catalogue.manifest import rules, schema
+from catalogue.manifest.context import MAX_FILE_BYTES, PLUGIN_FILE, Context
+from catalogue.manifest.frontmatter import parse_yaml
+from catalogue.manifest.types import Issue
+from core.pointer import join
+
+# Covel's section of a locale file for the text of UI specs and code: English text -> translation.
+MESSAGES_SECTION = "messages"
+
+
+def check_locale_file(
+    ctx: Context,
+    root: Path,
+    relative: str,
+    *,
+    reader_issues: list[Issue],
+    schema_issues: list[Issue],
+) -> None:
+    """locales/<locale>.yaml|json: translated text per manifest file, parsed as safely as frontmatter."""
+    full = os.path.join(root, *relative.split("/"))
+    real = os.path.realpath(full)
+    if not real.startswith(ctx.real_root + os.sep):
+        ctx.error(
+            relative,
+            "",
+            "path-escapes",
+            f"{relative} leads outside the package through a symbolic link",
+        )
+        return
+    try:
+        with open(full, "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        ctx.error(
+            relative, "", "file-unreadable", f"{relative} cannot be read: {exc.strerror or exc}"
+        )
+        return
+    if len(raw) > MAX_FILE_BYTES:
+        ctx.error(
+            relative, "", "file-too-large", f"{relative} is larger than {MAX_FILE_BYTES} bytes"
+        )
+        return
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        ctx.error(relative, "", "not-utf8", f"the file is not valid UTF-8 (byte {exc.start})")
+        return
+    issues: list[Issue] = []
+    # JSON is YAML, so one safe parser reads both.
+    data = parse_yaml(text.removeprefix("\ufeff"), relative, issues)
+    reader_issues.extend(issues)
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        ctx.error(relative, "", "frontmatter-not-mapping", "a locale file must be a mapping")
+        return
+    # One section per manifest file, holding that file's translated text.
+    runtime_files = {rt.file for rt in ctx.runtimes if rt.file != PLUGIN_FILE}
+    for section, texts in data.items():
+        where = join("", section)
+        if section == PLUGIN_FILE:
+            schema_issues.extend(schema.validate("locale", texts, file=relative, base=where))
+            rules.check_locale(ctx, texts, file=relative, base=where)
+        elif section == MESSAGES_SECTION:
+            rules.check_locale_messages(ctx, texts, file=relative, base=where)
+        elif section in runtime_files:
+            schema_issues.extend(
+                schema.validate("runtime-locale", texts, file=relative, base=where)
+            )
+        else:
+            ctx.error(
+                relative,
+                where,
+                "locale-section-unknown",
+                f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md) "
+                "nor the messages section",
+            )
