@@ -66,7 +66,7 @@ def test_prompt_segments_say_where_they_go_and_show_the_text_collapsed(client, b
     # Each body is collapsed, preformatted and escaped (this one contains a tag-like word).
     assert re.search(
         r"<details><summary>Show the text \(74 characters\)</summary>"
-        r'<pre class="prompt-body">Scores in &lt;current-affinity&gt; are cumulative',
+        r'<pre tabindex="0" class="prompt-body">Scores in &lt;current-affinity&gt; are cumulative',
         prompt,
     )
     runtime_prompt = re.search(
