@@ -45,6 +45,7 @@ plugin_log = logging.getLogger("covel.plugins")
 output_log = logging.getLogger("covel.plugins.output")
 
 HOST_SCRIPT = Path(__file__).resolve().parent / "node" / "host.mjs"
+SOCKWALL = Path(__file__).resolve().parent / "sockwall.py"
 REPO_ROOT = HOST_SCRIPT.parents[2]
 LEVELS = {
     "debug": logging.DEBUG,
@@ -67,6 +68,12 @@ BASE_RSS_MB = 128
 # machine between calls.
 IDLE_CPU_SHARE = 0.75
 IDLE_CPU_WINDOW = 2.0
+# An idle host is sent a heartbeat after this long without a frame, and before a call when it
+# has been quiet for HEARTBEAT_BEFORE_CALL; one unanswered for HEARTBEAT_TIMEOUT is stopped (a
+# thread blocked at 0 % CPU, which the idle-CPU rule cannot see).
+HEARTBEAT_INTERVAL = 1.0
+HEARTBEAT_BEFORE_CALL = 0.2
+HEARTBEAT_TIMEOUT = 2.0
 WATCH_INTERVAL = 0.05
 _RUNTIME_NAME = re.compile(r"[a-z0-9][a-z0-9._/-]{0,127}")
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
@@ -244,6 +251,8 @@ class _Process:
             "TZ": "UTC",
             "TMPDIR": self.tmpdir,
         }
+        if not host.freeze_realm:
+            env["COVEL_HOST_FREEZE"] = "0"
         try:
             self.proc = subprocess.Popen(
                 host.command(),
@@ -279,6 +288,11 @@ class _Process:
         self.peak_rss = 0
         self.idle_mark: tuple[float, float] | None = None  # (time, cpu seconds) when idle began
         self.last_active = time.monotonic()
+        self.last_seen = time.monotonic()  # the last frame read from the host
+        self.ping_lock = threading.Lock()
+        self.ping_id = 0
+        self.ping_sent: float | None = None  # when the unanswered heartbeat was sent
+        self.pong = threading.Event()
         threading.Thread(target=self._read_frames, name="pluginhost-frames", daemon=True).start()
         for name, stream in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
             threading.Thread(
@@ -319,9 +333,33 @@ class _Process:
                 body = self._read_exact(size)
                 if body is None:
                     break
-                self._route(json.loads(body))
-        except (OSError, ValueError) as exc:
+                self.last_seen = time.monotonic()
+                try:
+                    message = json.loads(body)
+                except (ValueError, RecursionError, MemoryError) as exc:
+                    # The host caps nesting itself, so a frame that does not decode means it no
+                    # longer follows the protocol: every call in flight fails now, not at its
+                    # timeout, and the host restarts on the next call.
+                    self.kill(
+                        f"the plugin host {self.host.describe()} sent a frame that could not be "
+                        f"read ({type(exc).__name__}), and was stopped",
+                        code="host_frame_unreadable",
+                    )
+                    return
+                if not isinstance(message, dict):
+                    self.kill(
+                        f"the plugin host {self.host.describe()} sent a frame that is not a "
+                        "message, and was stopped",
+                        code="host_frame_unreadable",
+                    )
+                    return
+                self._route(message)
+        except OSError as exc:
             log.warning("plugin host channel failed: %s", exc)
+        except Exception:  # the reader must never die silently with calls waiting on it
+            log.exception("plugin host reader failed")
+            self.kill("the plugin host's reply reader failed", code="host_frame_unreadable")
+            return
         code = self.proc.wait()
         reason = f"the Node plugin host exited (code {code})"
         fatal = [line for line in self.stderr_tail if "out of memory" in line.lower()]
@@ -381,6 +419,12 @@ class _Process:
         if kind == "ready":
             self.info = message
             self.ready.set()
+            return
+        if kind == "pong":
+            with self.ping_lock:
+                if message.get("id") == self.ping_id:
+                    self.ping_sent = None
+                    self.pong.set()
             return
         if kind in ("result", "error"):
             target = self._pending(message.get("id"))
@@ -458,6 +502,9 @@ class _Process:
         if not idle:
             return
         now = time.monotonic()
+        self.check_heartbeat(now)
+        if self.dead:
+            return
         cpu = _proc_cpu(pid)
         if cpu is None:
             return
@@ -480,6 +527,38 @@ class _Process:
         with self.pending_lock:
             if not self.pending:
                 self.idle_mark = (now, cpu)
+
+    def send_ping(self) -> None:
+        """Send a heartbeat unless one is unanswered; the host answers it from its event loop."""
+        with self.ping_lock:
+            if self.ping_sent is not None:
+                return
+            self.ping_id += 1
+            self.ping_sent = time.monotonic()
+            self.pong.clear()
+            ping = {"type": "ping", "id": self.ping_id}
+        try:
+            self.send(ping)
+        except OSError:
+            pass  # the reader reports the death
+
+    def answers_heartbeat(self, timeout: float) -> bool:
+        """Whether the host answers a heartbeat within timeout (seconds)."""
+        self.send_ping()
+        return self.pong.wait(timeout) and not self.dead
+
+    def check_heartbeat(self, now: float) -> None:
+        """While idle, a heartbeat every HEARTBEAT_INTERVAL; one unanswered for
+        HEARTBEAT_TIMEOUT means the thread is blocked (Atomics.wait) and the host is stopped."""
+        sent = self.ping_sent
+        if sent is not None and now - sent > HEARTBEAT_TIMEOUT:
+            self.kill(
+                f"the plugin host {self.host.describe()} did not answer a heartbeat within "
+                f"{HEARTBEAT_TIMEOUT:g} s while idle (its thread is blocked), and was stopped",
+                code="host_unresponsive",
+            )
+        elif sent is None and now - self.last_seen > HEARTBEAT_INTERVAL:
+            self.send_ping()
 
     def apply_rlimits(self) -> None:
         """An address-space cap, so a huge allocation fails at once instead of growing RSS; the
@@ -579,6 +658,9 @@ class NodeHost:
         require_network_namespace: bool = False,
         max_frame_bytes: int = MAX_FRAME_BYTES,
         log_lines_per_s: int = LOG_LINES_PER_S,
+        socket_filter: bool | None = None,
+        require_os_layer: bool | None = None,
+        freeze_realm: bool = True,
     ) -> None:
         if trust not in TRUSTS:
             raise ValueError(f"trust must be one of {TRUSTS}, got {trust!r}")
@@ -593,6 +675,13 @@ class NodeHost:
         self.require_network_namespace = require_network_namespace
         self.max_frame_bytes = max_frame_bytes
         self.log_lines_per_s = log_lines_per_s
+        # The walls of docs/plugin-host.md "Threat model". A community host starts only with an
+        # OS layer that refuses sockets; switching one off is for the tests of each wall alone.
+        self.socket_filter = trust == "community" if socket_filter is None else socket_filter
+        self.require_os_layer = (
+            trust == "community" if require_os_layer is None else require_os_layer
+        )
+        self.freeze_realm = freeze_realm
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         self._process: _Process | None = None
@@ -610,10 +699,13 @@ class NodeHost:
         """The argv of a new host process: Node's permission model and the network namespace
         for community code."""
         argv = [self.node]
+        if self.socket_filter:
+            # sockwall.py installs the seccomp filter and execs Node (stdlib only, no site).
+            argv = [sys.executable, "-I", "-S", str(SOCKWALL), self.node]
         if self.trust == "community":
             prefix = self.netns_prefix()
             if prefix:
-                argv = [*prefix, self.node]
+                argv = [*prefix, *argv]
             # No --allow-fs-write, --allow-child-process, --allow-worker, --allow-addons,
             # --allow-wasi or --allow-inspector: each of those stays refused.
             argv.append("--permission")
@@ -623,6 +715,7 @@ class NodeHost:
             *argv,
             f"--max-old-space-size={self.memory_mb}",
             "--disable-warning=ExperimentalWarning",
+            "--disable-warning=DEP0040",  # punycode, an allowed built-in the host freezes
             str(HOST_SCRIPT),
         ]
 
@@ -728,6 +821,11 @@ class NodeHost:
             return f"the permission model allows {', '.join(allowed)}"
         if netns and info.get("interfaces"):
             return f"its network namespace has interfaces: {', '.join(info['interfaces'])}"
+        if self.require_os_layer and info.get("sockets") != "refused":
+            return (
+                "no OS layer refuses it sockets (the seccomp socket filter is missing here; "
+                "see docs/plugin-host.md, Threat model)"
+            )
         return None
 
     def stop(self) -> None:
@@ -748,6 +846,25 @@ class NodeHost:
                 self.start()
             assert self._process is not None
             return self._process
+
+    def _ensure_answering(self) -> _Process:
+        """The running process, checked with a heartbeat when it has been quiet and idle: a host
+        blocked after its last call is restarted before it is handed this one."""
+        process = self._ensure()
+        quiet = time.monotonic() - process.last_seen
+        if (
+            process.busy
+            or quiet < HEARTBEAT_BEFORE_CALL
+            or process.answers_heartbeat(HEARTBEAT_TIMEOUT)
+        ):
+            return process
+        self._kill(
+            process,
+            f"the plugin host {self.describe()} did not answer a heartbeat within "
+            f"{HEARTBEAT_TIMEOUT:g} s before a call (its thread is blocked), and was stopped",
+            code="host_unresponsive",
+        )
+        return self._ensure()
 
     def is_loaded(self, package: str, key: Any) -> bool:
         process = self._process
@@ -786,7 +903,7 @@ class NodeHost:
         timeout (seconds) is the call's own limit: the host enforces it and answers
         plugin_timeout; if the host is silent for timeout + grace, it is killed and restarted.
         """
-        process = self._ensure()
+        process = self._ensure_answering()
         call_id = next(self._ids)
         pending = _Pending(
             callbacks or RefusingCallbacks(), method=method, package=params.get("package")

@@ -102,6 +102,15 @@ export function lockDown({ refuse, write }) {
   Object.defineProperty(process, "report", { get: () => report, configurable: true, enumerable: true });
   replace("_rawDebug", (...args) => write("stderr", args.map(String).join(" ")));
 
+  // No absolute server path in what describes the process: the permission model's read list
+  // (--allow-fs-read=<folder>), the host script, Node's own location and the working folder.
+  const execArgv = Object.freeze(process.execArgv.map((arg) => arg.replace(/^(--[a-z-]+=)(.*[\\/].*)$/, "$1<path>")));
+  const argv = ["node", "host.mjs"];
+  Object.defineProperty(process, "execArgv", { get: () => execArgv, configurable: true, enumerable: true });
+  Object.defineProperty(process, "argv", { get: () => argv, configurable: true, enumerable: true });
+  Object.defineProperty(process, "execPath", { get: () => "node", configurable: true, enumerable: true });
+  replace("cwd", () => "/");
+
   const sink = (which) => new Writable({
     decodeStrings: false,
     write(chunk, encoding, done) {

@@ -26,7 +26,8 @@ import * as sdk from "./sdk.mjs";
 import { createRandom } from "./random.mjs";
 import { messageCatalogs, pluginMessagesFor } from "./messages.mjs";
 import { applyOperations, OperationError } from "./ops.mjs";
-import { addPackageRoot, installResolver, isInside, importFailure } from "./resolver.mjs";
+import { addPackageRoot, ALLOWED_BUILTINS, installResolver, isInside, importFailure } from "./resolver.mjs";
+import { freezeRealm } from "./freeze.mjs";
 import { exitHost, lockDown, NETWORK_GLOBALS } from "./contain.mjs";
 import { POINTS as EXTENSION_POINTS, UNSUPPORTED as UNSUPPORTED_POINTS } from "./extension_points.mjs";
 import { stripTypeScriptTypes } from "node:module";
@@ -84,6 +85,30 @@ function writeFrame(body) {
   }
 }
 
+// Deeper JSON than this is refused before it leaves the host: Python's json module recurses per
+// level and gives up near 1,000 (a RecursionError), while V8 writes far deeper values happily.
+const MAX_DEPTH = 200;
+
+/** How deeply the JSON text nests its objects and arrays (strings skipped), up to the limit + 1. */
+function nesting(body) {
+  if (body.length <= MAX_DEPTH * 2) return 0; // each level needs two bytes
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i += 1) {
+    const byte = body[i];
+    if (inString) {
+      if (byte === 0x5c) i += 1; // backslash: skip the escaped byte
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x7b || byte === 0x5b) {
+      depth += 1;
+      if (depth > deepest && (deepest = depth) > MAX_DEPTH) return deepest;
+    } else if (byte === 0x7d || byte === 0x5d) depth -= 1;
+  }
+  return deepest;
+}
+
 /**
  * Frame one message. A result over MAX_FRAME_BYTES (or one that is not JSON) is answered with an
  * error instead, so it is never stored; a callback over it throws (its promise rejects).
@@ -95,6 +120,13 @@ function send(message) {
   } catch (error) {
     if (message.type !== "result") throw error;
     body = bufferFrom(stringify(errorFrame(message.id, new HostError("result_not_json", `the result is not JSON data: ${error.message}`))), "utf8");
+  }
+  if (nesting(body) > MAX_DEPTH) {
+    if (message.type === "call") {
+      throw new HostError("callback_too_deep", `${message.method} nests its data more than ${MAX_DEPTH} levels deep`);
+    }
+    const what = message.type === "result" ? "the result" : "the error";
+    body = bufferFrom(stringify(errorFrame(message.id, new HostError("result_too_deep", `${what} nests more than ${MAX_DEPTH} levels of objects and arrays; at most ${MAX_DEPTH} may leave the host`))), "utf8");
   }
   if (body.length > MAX_FRAME_BYTES) {
     if (message.type === "call") {
@@ -1130,6 +1162,10 @@ function dispatch(message) {
     handleCall(message);
   } else if (message.type === "result" || message.type === "error") {
     settleCallback(message);
+  } else if (message.type === "ping") {
+    // The heartbeat: answered straight from the event loop, so a host whose thread is blocked
+    // (Atomics.wait from a timer) is seen as hung while idle.
+    writeFrame(bufferFrom(stringify({ type: "pong", id: message.id }), "utf8"));
   } else if (message.type === "shutdown") {
     exitHost(0);
   }
@@ -1171,6 +1207,36 @@ try {
   // a Node without type stripping: .ts sources fail at import, with their own error
 }
 
+// Whether this process may open a socket at all: a connection to a path that does not exist
+// fails with ENOENT where sockets are allowed, and with EPERM where the OS refuses socket() (the
+// seccomp filter of sockwall.py). The supervisor refuses a community host where it is allowed.
+const SOCKETS = await new Promise((resolve) => {
+  let probe;
+  try {
+    probe = net.connect({ path: path.join(os.tmpdir(), `covel-socket-probe-${process.pid}`) });
+  } catch (error) {
+    resolve(`refused: ${error.code ?? error.message}`);
+    return;
+  }
+  probe.on("connect", () => {
+    probe.destroy();
+    resolve("allowed");
+  });
+  probe.on("error", (error) => resolve(error.code === "EPERM" || error.code === "EACCES" ? "refused" : "allowed"));
+});
+let INTERFACES = null; // unknown where sockets are refused (the lookup itself needs one)
+try {
+  INTERFACES = Object.keys(os.networkInterfaces());
+} catch {
+  // refused by the socket wall
+}
+
+// The realm wall (freeze.mjs): from here on no shared prototype or global can be patched.
+const REALM = SETTINGS.COVEL_HOST_FREEZE === "0" ? { frozen: 0 } : freezeRealm({
+  modules: [sdk, ...(await Promise.all([...ALLOWED_BUILTINS, "net", "stream", "async_hooks", "timers"].map((name) => import(`node:${name}`))))],
+  instances: [input, process.stdout, process.stderr, process.stdin, current, new AbortController(), setTimeout(() => {}, 0), setImmediate(() => {})],
+});
+
 // What this host can reach, for the supervisor to check (a community host must have the
 // permission model on and, where a network namespace was asked for, no network interface).
 const can = (scope) => (process.permission ? process.permission.has(scope) : true);
@@ -1188,6 +1254,8 @@ send({
     wasi: can("wasi"),
     inspector: can("inspector"),
   },
-  interfaces: Object.keys(os.networkInterfaces()),
+  interfaces: INTERFACES,
+  sockets: SOCKETS,
   networkGlobals: NETWORK_GLOBALS.filter((name) => name in globalThis),
+  frozen: REALM.frozen,
 });

@@ -13,6 +13,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const SDK_URL = new URL("./sdk.mjs", import.meta.url).href;
 const HOST_URL = import.meta.url;
 const PACKAGE_ROOTS = new Set(); // real paths of loaded package folders
+// Taken before contain.mjs replaces process.execPath with a name that shows no server path.
+const NODE = process.execPath;
 
 export class ImportRefused extends Error {
   constructor(specifier, parentFile, reason) {
@@ -230,7 +232,7 @@ function syntaxLocation(root) {
   const rel = path.relative(root, file);
   try {
     const type = /\.m?ts$/.test(file) ? "module-typescript" : "module";
-    const checked = spawnSync(process.execPath, [`--input-type=${type}`, "--check"], {
+    const checked = spawnSync(NODE, [`--input-type=${type}`, "--check"], {
       input: readFileSync(file),
       encoding: "utf8",
       timeout: 5000,
