@@ -185,9 +185,23 @@ def package_code_root(*, package_id: str, source_dir: str | os.PathLike[str]) ->
     plugin_not_installed, plugin_not_approved or plugin_code_changed otherwise.
     """
     source = Path(source_dir).resolve()
-    if not is_community_folder(source):
+    if not is_community_folder(source_dir) and not _indexed_as_community(package_id, source):
         return str(source)
     return str(_community_root(package_id, source, resync=True))
+
+
+def _indexed_as_community(package_id: str, source: Path) -> bool:
+    """The catalogue indexed this folder as community code: the loader hands over the resolved
+    path of a linked package folder, which lies outside every plugin folder, but the catalogue
+    found it inside one."""
+    from catalogue.models import Package
+
+    package = Package.objects.filter(package_id=package_id).only("source_dir", "trust").first()
+    return (
+        package is not None
+        and package.trust == Package.Trust.COMMUNITY
+        and Path(package.source_dir).resolve() == source
+    )
 
 
 def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:

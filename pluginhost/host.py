@@ -59,6 +59,8 @@ TRUSTS = ("bundled", "community")
 # fields) means the host no longer follows the protocol, and it is stopped.
 MAX_FRAME_BYTES = 8 * 1024 * 1024
 FRAME_SLACK = 64 * 1024
+# How deeply a host's frames may nest; Python's json gives up (RecursionError) near 1,000.
+MAX_DEPTH = 200
 LOG_LINES_PER_S = 200  # per package; the host drops more, Python drops what gets past it
 MAX_LOG_CHARS = 8192
 # Node's own resident footprint (V8, ICU, zod, the host) on top of what plugin code may use.
@@ -245,6 +247,7 @@ class _Process:
             "COVEL_HOST_TRUST": host.trust,
             "COVEL_HOST_MAX_FRAME_BYTES": str(host.max_frame_bytes),
             "COVEL_HOST_LOG_LINES_PER_S": str(host.log_lines_per_s),
+            "COVEL_HOST_MAX_DEPTH": str(host.max_depth),
             "NODE_OPTIONS": "",  # a developer's NODE_OPTIONS must not change the host
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
@@ -661,6 +664,7 @@ class NodeHost:
         socket_filter: bool | None = None,
         require_os_layer: bool | None = None,
         freeze_realm: bool = True,
+        max_depth: int = MAX_DEPTH,
     ) -> None:
         if trust not in TRUSTS:
             raise ValueError(f"trust must be one of {TRUSTS}, got {trust!r}")
@@ -682,6 +686,7 @@ class NodeHost:
             trust == "community" if require_os_layer is None else require_os_layer
         )
         self.freeze_realm = freeze_realm
+        self.max_depth = max_depth
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         self._process: _Process | None = None

@@ -87,7 +87,7 @@ function writeFrame(body) {
 
 // Deeper JSON than this is refused before it leaves the host: Python's json module recurses per
 // level and gives up near 1,000 (a RecursionError), while V8 writes far deeper values happily.
-const MAX_DEPTH = 200;
+const MAX_DEPTH = Number(SETTINGS.COVEL_HOST_MAX_DEPTH ?? 200);
 
 /** How deeply the JSON text nests its objects and arrays (strings skipped), up to the limit + 1. */
 function nesting(body) {
