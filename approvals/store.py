@@ -185,23 +185,40 @@ def package_code_root(*, package_id: str, source_dir: str | os.PathLike[str]) ->
     plugin_not_installed, plugin_not_approved or plugin_code_changed otherwise.
     """
     source = Path(source_dir).resolve()
-    if not is_community_folder(source_dir) and not _indexed_as_community(package_id, source):
+    if not is_community_folder(source_dir) and not _linked_into_plugin_folder(source):
         return str(source)
     return str(_community_root(package_id, source, resync=True))
 
 
-def _indexed_as_community(package_id: str, source: Path) -> bool:
-    """The catalogue indexed this folder as community code: the loader hands over the resolved
-    path of a linked package folder, which lies outside every plugin folder, but the catalogue
-    found it inside one."""
-    from catalogue.models import Package
-
-    package = Package.objects.filter(package_id=package_id).only("source_dir", "trust").first()
-    return (
-        package is not None
-        and package.trust == Package.Trust.COMMUNITY
-        and Path(package.source_dir).resolve() == source
-    )
+def _linked_into_plugin_folder(source: Path, depth: int = 3) -> bool:
+    """A symlink inside a user or community plugin folder (down to `depth` levels) leads to
+    source or to a folder holding it: the loader hands over the resolved path of a linked
+    package folder, which lies outside every plugin folder, but the package was found inside
+    one. A walk of the folders' entries, no file read and no database query."""
+    folders = [
+        Path(settings.COVEL_USER_PLUGINS_DIR),
+        *map(Path, settings.COVEL_COMMUNITY_PLUGIN_DIRS),
+    ]
+    level = [f.expanduser() for f in folders]
+    for _ in range(depth):
+        following = []
+        for folder in level:
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if entry.is_symlink():
+                        target = Path(entry.path).resolve()
+                        if target == source or target in source.parents:
+                            return True
+                    elif entry.is_dir():
+                        following.append(Path(entry.path))
+                except OSError:
+                    continue
+        level = following
+    return False
 
 
 def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
