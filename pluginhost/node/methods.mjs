@@ -93,6 +93,7 @@ export const methods = {
   async function(params, call) {
     const pkg = packageOf(params.package);
     const runtime = pkg.runtimes.get(params.runtime);
+    if (pkg.failedRuntimes?.has(params.runtime)) throw pkg.failedRuntimes.get(params.runtime);
     if (!runtime?.handler) throw new HostError("runtime_not_found", `package ${pkg.id} has no function runtime "${params.runtime}"`);
     const c = params.context ?? {};
     const allowed = allowedTools(pkg, runtime);
@@ -158,6 +159,7 @@ export const methods = {
   async guard(params, call) {
     const pkg = packageOf(params.package);
     const runtime = pkg.runtimes.get(params.runtime);
+    if (pkg.failedRuntimes?.has(params.runtime)) throw pkg.failedRuntimes.get(params.runtime);
     if (!runtime?.guard) throw new HostError("guard_not_found", `runtime ${params.runtime} of ${pkg.id} has no guard`);
     const c = params.context ?? {};
     // Read-only: a guard decides whether its runtime runs and changes nothing.

@@ -8,7 +8,7 @@ import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import * as sdk from "./sdk.mjs";
 import { messageCatalogs } from "./messages.mjs";
-import { addPackageRoot, isInside, importFailure } from "./resolver.mjs";
+import { addPackageRoot, importChain, isInside, importFailure } from "./resolver.mjs";
 import { POINTS as EXTENSION_POINTS, UNSUPPORTED as UNSUPPORTED_POINTS } from "./extension_points.mjs";
 import { HostError, withTimeout } from "./errors.mjs";
 import { current, toPython } from "./framing.mjs";
@@ -303,17 +303,17 @@ export async function loadPackage(params, call) {
   for (const s of registration.services) pkg.services.set(s.contract, s);
   for (const e of registration.extensions) pkg.extensions.set(`${e.point}/${e.id}`, e);
   pkg.hooks = registration.hooks;
+  // Each runtime loads on its own: with partialRuntimes (a session's calls), one that cannot load
+  // is recorded and refused when called, and the package's other runtimes keep running.
+  pkg.failedRuntimes = new Map();
   for (const runtime of params.runtimes ?? []) {
-    const loaded = { ...runtime, handler: null, guard: null };
-    for (const part of ["handler", "guard"]) {
-      if (!runtime[part]) continue;
-      const module = await current.run({ package: pkg.id, runtime: runtime.id, call }, () => importInside(root, path.resolve(root, runtime[part]), tag, `${part} of runtime ${runtime.id}`));
-      if (typeof module.default !== "function") {
-        throw new HostError(`${part}_invalid`, `${part} ${runtime[part]} of runtime ${runtime.id} must default-export a function`);
-      }
-      loaded[part] = module.default;
+    try {
+      pkg.runtimes.set(runtime.id, await loadRuntime(pkg, runtime, root, tag, call));
+    } catch (error) {
+      const failure = runtimeFailure(error, runtime, root);
+      if (!params.partialRuntimes) throw failure;
+      pkg.failedRuntimes.set(runtime.id, failure);
     }
-    pkg.runtimes.set(runtime.id, loaded);
   }
   packages.set(pkg.id, pkg);
   return {
@@ -323,8 +323,32 @@ export async function loadPackage(params, call) {
     forms: registration.forms.map((f) => f.name),
     extracted: extracted(registration),
     runtimes: [...pkg.runtimes.values()].filter((r) => r.handler).map((r) => r.id),
+    failedRuntimes: [...pkg.failedRuntimes].map(([runtime, e]) => ({ runtime, code: e.code, message: e.message, details: e.details ?? null })),
     guards: [...pkg.runtimes.values()].filter((r) => r.guard).map((r) => r.id),
   };
+}
+
+async function loadRuntime(pkg, runtime, root, tag, call) {
+  const loaded = { ...runtime, handler: null, guard: null };
+  for (const part of ["handler", "guard"]) {
+    if (!runtime[part]) continue;
+    const module = await current.run({ package: pkg.id, runtime: runtime.id, call }, () => importInside(root, path.resolve(root, runtime[part]), tag, `${part} of runtime ${runtime.id}`));
+    if (typeof module.default !== "function") {
+      throw new HostError(`${part}_invalid`, `${part} ${runtime[part]} of runtime ${runtime.id} must default-export a function`);
+    }
+    loaded[part] = module.default;
+  }
+  return loaded;
+}
+
+/** A runtime's load failure, its code kept, naming the runtime and the chain of imports to it. */
+function runtimeFailure(error, runtime, root) {
+  const code = typeof error?.code === "string" ? error.code : "module_failed";
+  const failed = error?.file ?? error?.details?.file ?? null;
+  const chain = failed ? importChain(root, failed) : [];
+  const through = chain.length > 1 ? ` (import chain: ${chain.join(" → ")})` : "";
+  const details = { runtime: runtime.id, chain, ...(error?.details && typeof error.details === "object" && !Array.isArray(error.details) ? error.details : {}) };
+  return new HostError(code, `runtime ${runtime.id} cannot load: ${error?.message ?? String(error)}${through}`, details);
 }
 
 export function packageOf(id) {

@@ -85,6 +85,20 @@ export function existingTarget(file) {
   return null;
 }
 
+// Which package file imported which (the last import seen): the chain a load failure names.
+const IMPORTED_BY = new Map(); // real path -> the importing file's path
+
+/** The package-relative files from the first importer down to `file` (relative to root). */
+export function importChain(root, file) {
+  const chain = [];
+  const seen = new Set();
+  for (let at = path.resolve(root, file); at && !seen.has(at) && isInside(root, at); at = IMPORTED_BY.get(at)) {
+    seen.add(at);
+    chain.unshift(path.relative(root, at));
+  }
+  return chain;
+}
+
 export function addPackageRoot(root) {
   const real = realpathSync(root);
   PACKAGE_ROOTS.add(real);
@@ -160,6 +174,7 @@ function resolve(specifier, context, nextResolve) {
     throw new ImportRefused(specifier, parentFile, "it resolves outside the package folder");
   }
   if (!lexical || !existsSync(real)) throw new ModuleNotFound(specifier, parentFile);
+  IMPORTED_BY.set(real, fileURLToPath(context.parentURL));
   return { url: withLoadTag(pathToFileURL(real).href, context.parentURL), format: formatOf(real), shortCircuit: true };
 }
 
