@@ -21,15 +21,12 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .callbacks import HostCallbacks, dispatch_callback
 from .errors import CallbackRefused
 from .supervision import BASE_RSS_MB, Supervised
 from .walls import HOST_SCRIPT
-
-if TYPE_CHECKING:
-    from .host import NodeHost
 
 log = logging.getLogger("covel.pluginhost")
 plugin_log = logging.getLogger("covel.plugins")
@@ -74,7 +71,7 @@ class _Pending:
 class HostProcess(Supervised):
     """One running Node child and its reader threads. Replaced wholesale on restart."""
 
-    def __init__(self, host: NodeHost) -> None:
+    def __init__(self, host: Any) -> None:  # a NodeHost (not imported: host.py imports this)
         self.host = host
         self.tmpdir = tempfile.mkdtemp(prefix="covel-host-")
         py_read, node_write = os.pipe()

@@ -9,10 +9,7 @@ import os
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .process import HostProcess
+from typing import Any
 
 log = logging.getLogger("covel.pluginhost")
 
@@ -77,12 +74,12 @@ class _Watch:
     """One thread per Python process that samples every live host's RSS and CPU time."""
 
     def __init__(self) -> None:
-        self.processes: weakref.WeakSet[HostProcess] = weakref.WeakSet()
+        self.processes: weakref.WeakSet[Supervised] = weakref.WeakSet()
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.pid = os.getpid()
 
-    def add(self, process: HostProcess) -> None:
+    def add(self, process: Supervised) -> None:
         with self.lock:
             if self.pid != os.getpid():
                 # After a fork the parent's hosts are not this process's to watch (or kill).
