@@ -145,6 +145,11 @@ class Supervised:
                 if not self.pending:
                     self.last_active = time.monotonic()
                     self.idle_mark = None  # set by the next check, with the CPU time then
+        if pending is not None:
+            with self.ping_lock:
+                # A busy host is not judged by heartbeats: one sent while it was idle counts
+                # again only from when it is idle next (its pong may queue behind the call).
+                self.ping_sent = None
 
     @property
     def busy(self) -> bool:
