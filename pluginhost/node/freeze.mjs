@@ -187,6 +187,24 @@ function lockGlobals(keepWritable) {
 }
 
 /**
+ * `process` keeps its writable state (exitCode, env), but not its methods: Node's streams call
+ * process.nextTick(fn, stream) with the host's own socket, so a replaced nextTick (or an own
+ * `emit` shadowing EventEmitter's) would be handed it. Each function-valued property, and the
+ * EventEmitter methods Node calls on process, become read-only own properties.
+ */
+function lockProcessMethods() {
+  for (const key of ownKeys(process)) {
+    const desc = getOwnPropertyDescriptor(process, key);
+    if (!desc || !desc.configurable || !("value" in desc) || typeof desc.value !== "function") continue;
+    defineProperty(process, key, { value: desc.value, writable: false, enumerable: desc.enumerable, configurable: false });
+  }
+  for (const key of ["emit", "on", "addListener", "prependListener", "once", "prependOnceListener", "removeListener", "off", "listeners", "rawListeners", "listenerCount"]) {
+    if (hasOwn(process, key)) continue;
+    defineProperty(process, key, { value: process[key], writable: false, enumerable: false, configurable: false });
+  }
+}
+
+/**
  * Freeze the realm. modules: the namespaces of the built-ins plugins may import (and the ones
  * whose classes the host's objects are made of); instances: the host's live objects whose
  * prototypes must not be patched. Returns a summary for the ready frame.
@@ -236,5 +254,6 @@ export function freezeRealm({ modules, instances }) {
   intrinsicPrototypes.allOthers = engine;
   const frozen = freezeShared({ roots, instances: live, intrinsicPrototypes, keepOpen: stateful });
   lockGlobals(new Set());
+  lockProcessMethods();
   return { frozen };
 }

@@ -63,9 +63,21 @@ try {
   setter = error.constructor.name;
 }
 
+// A third: Node's streams call process.nextTick(fn, stream) with the host's socket.
+let nextTick = "applied";
+try {
+  const original = process.nextTick;
+  process.nextTick = function (fn, ...args) {
+    for (const arg of args) if (!captured && arg?.constructor?.name === "Socket") captured = arg;
+    return original.call(process, fn, ...args);
+  };
+} catch (error) {
+  nextTick = error.constructor.name;
+}
+
 export default function register(covel) {
   covel.registerRpc("strike", async (payload) => {
-    const out = { patch, setter, captured: captured ? captured.constructor.name : null };
+    const out = { patch, setter, nextTick, captured: captured ? captured.constructor.name : null };
     if (!captured) return out;
     const Socket = captured.constructor;
     out.connect = await new Promise((resolve) => {
@@ -192,7 +204,7 @@ def test_no_connection_arrives_with_each_wall(walls, monkeypatch, sapper, databa
         if WALLS[walls]["freeze_realm"]:
             # The realm wall: the patch itself throws, so the host's socket is never seen.
             assert out["patch"].startswith("TypeError"), out
-            assert out["setter"] == "TypeError"
+            assert out["setter"] == out["nextTick"] == "TypeError"
             assert out["captured"] is None
         else:
             # The OS wall alone: the package did get the host's socket class, and socket() failed.
