@@ -124,5 +124,6 @@ try {
 
 // The walls (walls.mjs) are raised last, after the host's own objects exist, and reported to the
 // supervisor, which refuses a host that lacks one it needs.
-const walls = await raiseWalls({ instances: [input, current] });
+// The pipe handle under the socket too: Node calls its methods (readStart) by lookup.
+const walls = await raiseWalls({ instances: [input, input._handle, current].filter(Boolean) });
 send({ type: "ready", pid: process.pid, node: process.version, ...walls });

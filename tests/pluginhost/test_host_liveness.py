@@ -91,8 +91,8 @@ def test_a_host_blocked_after_its_call_is_restarted_before_the_next(fresh_host, 
     time.sleep(0.3)  # the thread is blocked now, at 0 % CPU
     started = time.monotonic()
     assert call(fresh_host, lively, callbacks, "pid", timeout=30) != pid
-    # The heartbeat's limit, not the call's 30 s.
-    assert time.monotonic() - started < HEARTBEAT_TIMEOUT + 3
+    # The heartbeat's limit (plus a restart and a reload on a busy machine), not the call's 30 s.
+    assert time.monotonic() - started < HEARTBEAT_TIMEOUT + 8
 
 
 def test_a_blocked_idle_host_is_stopped_by_the_watch(fresh_host, lively, callbacks):
