@@ -129,7 +129,14 @@ export function freezeShared({ roots, instances, intrinsicPrototypes, keepOpen }
       continue;
     }
     if (intrinsicPrototypes.allOthers.has(proto)) continue; // engine prototypes: protectors stay
-    for (const key of ownKeys(proto)) repairData(proto, key);
+    // Node's own prototypes: the plain values instances take their own copies of (`_events`),
+    // and the names every object may shadow; methods stay data properties, which V8 reads
+    // far faster than accessors on every call.
+    for (const key of ownKeys(proto)) {
+      const desc = getOwnPropertyDescriptor(proto, key);
+      if (desc && "value" in desc && typeof desc.value === "function" && !SHADOWED.Object.includes(key)) continue;
+      repairData(proto, key);
+    }
   }
   let frozen = 0;
   for (const object of seen) {
