@@ -22,6 +22,9 @@ const SHADOWED = {
   Function: ["constructor", "toString", "bind", "call", "apply"],
   Error: ["constructor", "name", "message", "toString", "stack"],
 };
+// Methods Node's own code gives an instance its own copy of: net's `this.write = writeAfterFIN`,
+// a stream's `this._read = options.read`. These stay assignable on instances.
+const NODE_SHADOWED = ["write", "end", "destroy", "read", "_read", "_write", "_writev", "_final", "_destroy", "_construct", "_transform", "_flush"];
 const ERROR_NAMES = ["Error", "EvalError", "RangeError", "ReferenceError", "SyntaxError", "TypeError", "URIError", "AggregateError"];
 
 const { defineProperty, freeze, getOwnPropertyDescriptor, getPrototypeOf, isFrozen, hasOwn } = Object;
@@ -134,7 +137,7 @@ export function freezeShared({ roots, instances, intrinsicPrototypes, keepOpen }
     // far faster than accessors on every call.
     for (const key of ownKeys(proto)) {
       const desc = getOwnPropertyDescriptor(proto, key);
-      if (desc && "value" in desc && typeof desc.value === "function" && !SHADOWED.Object.includes(key)) continue;
+      if (desc && "value" in desc && typeof desc.value === "function" && !SHADOWED.Object.includes(key) && !NODE_SHADOWED.includes(key)) continue;
       repairData(proto, key);
     }
   }
