@@ -544,11 +544,14 @@ def registered_tools_of(manifest: Manifest, callbacks: HostCallbacks) -> list[Ma
 
     if not manifest.contributes.get("tools"):
         return []
-    loaded = plugin_load(manifest=manifest, callbacks=callbacks)
+    # Partial: a function runtime of the package that cannot load does not stop its tools.
+    loaded = plugin_load(manifest=manifest, callbacks=callbacks, partial_runtimes=True)
     if loaded is None:
         loaded = _LOADED.get(manifest.id)
         if loaded is None:
-            loaded = plugin_load(manifest=manifest, callbacks=callbacks, force=True)
+            loaded = plugin_load(
+                manifest=manifest, callbacks=callbacks, force=True, partial_runtimes=True
+            )
     _LOADED[manifest.id] = loaded
     return list(loaded.tools) if loaded else []
 

@@ -93,6 +93,10 @@ def approved_copy(*, source_dir: str | os.PathLike[str], code: Sequence[Mapping[
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+    try:  # a new copy is the moment older ones may have lost their last approval
+        approved_copies_prune()
+    except Exception:
+        log.exception("could not prune approved copies")
     return final
 
 
@@ -128,16 +132,30 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
+def _lexically_inside(path: Path, folder: Path) -> bool:
+    folder = folder.expanduser()
+    return any(
+        path == f or f in path.parents for f in (Path(os.path.abspath(folder)), folder.resolve())
+    )
+
+
 def is_community_folder(path: str | os.PathLike[str]) -> bool:
     """True for a folder in the user or a community plugin folder (the catalogue's rule: every
-    source but the bundled folder is community code, which needs approval)."""
+    source but the bundled folder is community code, which needs approval).
+
+    Where the folder is, not where a symlink leads, decides: a package folder that is a link
+    inside a plugin folder (an author's checkout under ~/.covel/plugins) is community code even
+    though its target lies outside every configured folder, so it too runs only from its copy."""
+    lexical = Path(os.path.abspath(path))
     resolved = Path(path).resolve()
-    if _inside(resolved, Path(settings.COVEL_BUNDLED_PLUGINS_DIR)):
-        return False
     folders = [
         Path(settings.COVEL_USER_PLUGINS_DIR),
         *map(Path, settings.COVEL_COMMUNITY_PLUGIN_DIRS),
     ]
+    if any(_lexically_inside(lexical, folder) for folder in folders):
+        return True
+    if _inside(resolved, Path(settings.COVEL_BUNDLED_PLUGINS_DIR)):
+        return False
     return any(_inside(resolved, folder) for folder in folders)
 
 
@@ -167,9 +185,40 @@ def package_code_root(*, package_id: str, source_dir: str | os.PathLike[str]) ->
     plugin_not_installed, plugin_not_approved or plugin_code_changed otherwise.
     """
     source = Path(source_dir).resolve()
-    if not is_community_folder(source):
+    if not is_community_folder(source_dir) and not _linked_into_plugin_folder(source):
         return str(source)
     return str(_community_root(package_id, source, resync=True))
+
+
+def _linked_into_plugin_folder(source: Path, depth: int = 3) -> bool:
+    """A symlink inside a user or community plugin folder (down to `depth` levels) leads to
+    source or to a folder holding it: the loader hands over the resolved path of a linked
+    package folder, which lies outside every plugin folder, but the package was found inside
+    one. A walk of the folders' entries, no file read and no database query."""
+    folders = [
+        Path(settings.COVEL_USER_PLUGINS_DIR),
+        *map(Path, settings.COVEL_COMMUNITY_PLUGIN_DIRS),
+    ]
+    level = [f.expanduser() for f in folders]
+    for _ in range(depth):
+        following = []
+        for folder in level:
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if entry.is_symlink():
+                        target = Path(entry.path).resolve()
+                        if target == source or target in source.parents:
+                            return True
+                    elif entry.is_dir():
+                        following.append(Path(entry.path))
+                except OSError:
+                    continue
+        level = following
+    return False
 
 
 def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
@@ -207,14 +256,17 @@ def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
         )
     approved = code_pairs(request.permissions.get("code") or [])
     if current == approved:
+        kept = _staff_approved_copy(request)
+        if kept is not None:
+            return kept
         try:
             return approved_copy(source_dir=source, code=request.permissions.get("code") or [])
         except CodeCopyFailed as exc:
             changed = [exc.path]  # edited between the check and the copy
     else:
         changed = sorted({p for p, _ in set(current) ^ set(approved)})
-    if resync and _resync():
-        try:  # the change may be carried over (a narrower set): then the new copy runs
+    if resync and _mark_changed(package):
+        try:  # the change may be carried over (a narrower set): then it runs
             return _community_root(package_id, source, resync=False)
         except CodeNotRunnable:
             pass
@@ -227,17 +279,77 @@ def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
     )
 
 
-def _resync() -> bool:
-    """Record the change the way the staff's re-sync button does (a new pending request in the
-    queue). Best effort: the refusal never depends on it, and the next load checks again."""
-    from catalogue.services import packages_sync
+def _staff_approved_copy(request: Any) -> Path | None:
+    """For a request carried over without staff (the same or a narrower set, say files
+    deleted), the existing copy of the approval staff gave it: a narrower set needs no copy of
+    its own, so copies are written only for what staff approved (one per approval, not one per
+    subset). None when the request was staff's own or that copy is gone."""
+    baseline = request
+    for _ in range(50):  # a chain of carried-over requests, each on the one before
+        if baseline is None or baseline.decided_by_id is not None or baseline.baseline_id is None:
+            break
+        baseline = baseline.baseline
+    if baseline is None or baseline is request:
+        return None
+    folder = store_root() / code_digest(baseline.permissions.get("code") or [])
+    return folder if folder.is_dir() else None
+
+
+def _mark_changed(package: Any) -> bool:
+    """Record the change for this one package (a new pending request in the staff queue, or a
+    carried-over one for a narrower set), without the full packages_sync() a player's request
+    used to run. Best effort: the refusal never depends on it, and the next load checks again."""
+    from approvals.services import approval_request_sync
 
     started = time.monotonic()
     try:
         with transaction.atomic():
-            packages_sync()
+            approval_request_sync(package=package)
     except Exception:
-        log.exception("could not re-sync packages after a change to approved code")
+        log.exception("could not record a change to approved code of %s", package.package_id)
         return False
-    log.warning("approved code changed on disk; re-synced in %.2f s", time.monotonic() - started)
+    log.warning(
+        "approved code of %s changed on disk; recorded in %.3f s",
+        package.package_id,
+        time.monotonic() - started,
+    )
     return True
+
+
+def approved_copies_prune(*, older_than: float = 3600.0) -> list[str]:
+    """Remove store copies no current approval refers to (and abandoned .incoming- folders),
+    when older than older_than seconds, so a host still running from one is left alone for a
+    while. The copies kept: each package's latest staff approval and its latest approval.
+    Returns the names removed."""
+    from approvals.models import ApprovalRequest
+
+    root = store_root()
+    if not root.is_dir():
+        return []
+    keep: set[str] = set()
+    latest: dict[str, Any] = {}
+    staff: dict[str, Any] = {}
+    approved = ApprovalRequest.objects.filter(state=ApprovalRequest.State.APPROVED).order_by("id")
+    for request in approved.only("id", "package_key", "permissions", "decided_by_id"):
+        latest[request.package_key] = request
+        if request.decided_by_id is not None:
+            staff[request.package_key] = request
+    for request in [*latest.values(), *staff.values()]:
+        keep.add(code_digest(request.permissions.get("code") or []))
+    now = time.time()
+    removed = []
+    for entry in root.iterdir():
+        if entry.name in keep or not entry.is_dir():
+            continue
+        try:
+            age = now - entry.stat().st_mtime
+        except OSError:
+            continue
+        if age < older_than:
+            continue
+        for folder, dirs, _names in os.walk(entry):
+            for name in dirs:
+                os.chmod(os.path.join(folder, name), stat.S_IRWXU)
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed

@@ -3,6 +3,7 @@ trip, and the cost of isolation (a community package's own contained host next t
 bundled host: cold start, first call, warm calls/s).
 
     .venv/bin/python bench/jshost.py [--seconds 2] [--gets 2000] [--starts 7] [--rounds 3]
+    .venv/bin/python bench/jshost.py --walls-only   # the cost of the realm and socket walls
 
 Everything runs through a real Node child over the same framed channel the hub uses.
 """
@@ -76,10 +77,15 @@ def main() -> None:
     parser.add_argument("--gets", type=int, default=2000)
     parser.add_argument("--starts", type=int, default=7, help="cold starts to time")
     parser.add_argument("--rounds", type=int, default=3, help="alternating warm rounds per host")
+    parser.add_argument("--walls-only", action="store_true", help="only the walls' cost")
     args = parser.parse_args()
     # Loading a package asks the approved-code store where bundled folders are (settings).
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
+    if args.walls_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            print_walls(measure_walls(bench_package(Path(tmp)), args))
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "bench"
@@ -220,6 +226,75 @@ def print_isolation(result: dict[str, object]) -> None:
         f"({rates['community'] / rates['bundled']:.2f} of the shared host's rate)"
     )
     print(f"  network namespace available here: {network_namespace_prefix() is not None}")
+
+
+def bench_package(tmp: Path):
+    root = tmp / "bench"
+    (root / "server").mkdir(parents=True)
+    (root / "PLUGIN.md").write_text(MANIFEST)
+    (root / "server" / "index.js").write_text(textwrap.dedent(ENTRY))
+    (root / "handler.js").write_text(textwrap.dedent(HANDLER))
+    result = load_package(str(root))
+    assert result.ok, [str(issue) for issue in result.errors]
+    return result.manifest
+
+
+def measure_walls(manifest, args) -> dict[str, object]:
+    """The realm wall (freeze.mjs) and the socket filter (sockwall.py), each against the same
+    host without it, alternated so the machine's load hits both alike."""
+    callbacks = InMemoryCallbacks()
+    tool = {"manifest": manifest, "tool": "add", "args": {"a": 1, "b": 2}, "callbacks": callbacks}
+    payload = {"a": 1, "b": [1, 2, 3], "c": "text"}
+    hosts = {"frozen": NodeHost(), "open": NodeHost(freeze_realm=False)}
+    rates: dict[str, list[float]] = {name: [] for name in hosts}
+    echo: dict[str, list[float]] = {name: [] for name in hosts}
+    for host in hosts.values():
+        host.start()
+        for _ in range(300):
+            plugin_tool_call(**tool, host=host)
+    for _ in range(args.rounds):
+        for name, host in hosts.items():
+            rates[name].append(
+                rate(lambda h=host: plugin_tool_call(**tool, host=h), args.seconds)[0]
+            )
+            echo[name].append(rate(lambda h=host: h.echo(payload), args.seconds / 2)[0])
+    frozen = hosts["frozen"].info.get("frozen")
+    for host in hosts.values():
+        host.stop()
+    root = Path(manifest.path)
+    starts: dict[str, list[float]] = {"filter": [], "no filter": []}
+    for _ in range(args.starts):
+        for name, walls in (
+            ("filter", {}),
+            ("no filter", {"socket_filter": False, "require_os_layer": False}),
+        ):
+            host = NodeHost(trust="community", label="bench", read_paths=[str(root)], **walls)
+            t0 = time.perf_counter()
+            host.start()
+            starts[name].append((time.perf_counter() - t0) * 1000)
+            host.stop()
+    return {
+        "rates": {k: statistics.median(v) for k, v in rates.items()},
+        "echo": {k: statistics.median(v) for k, v in echo.items()},
+        "starts": {k: statistics.median(v) for k, v in starts.items()},
+        "frozen": frozen,
+        "n": args.starts,
+    }
+
+
+def print_walls(result: dict[str, object]) -> None:
+    rates, echo, starts = result["rates"], result["echo"], result["starts"]
+    print(f"walls (realm wall froze {result['frozen']} objects):")
+    print(f"  warm tool calls, frozen realm: {rates['frozen']:8.0f} calls/s")
+    print(
+        f"  warm tool calls, open realm:   {rates['open']:8.0f} calls/s "
+        f"(frozen/open {rates['frozen'] / rates['open']:.2f})"
+    )
+    print(f"  echo floor, frozen / open:     {echo['frozen']:8.0f} / {echo['open']:.0f} calls/s")
+    print(
+        f"  community host start, socket filter / none: {starts['filter']:.1f} / "
+        f"{starts['no filter']:.1f} ms median of {result['n']}"
+    )
 
 
 if __name__ == "__main__":

@@ -105,8 +105,12 @@ class HostPool:
         network_namespace: str = "auto",
         max_frame_bytes: int | None = None,
         log_lines_per_s: int | None = None,
+        walls: dict[str, bool] | None = None,
     ) -> None:
         self.memory_mb = memory_mb
+        # NodeHost's socket_filter / require_os_layer / freeze_realm for community hosts; the
+        # defaults (every wall on, an OS layer required) are what production runs.
+        self.walls = dict(walls or {})
         self.idle_seconds = idle_seconds
         self.max_community = max_community
         self.network_namespace = network_namespace
@@ -145,6 +149,7 @@ class HostPool:
                     label=package,
                     network_namespace=False if self.network_namespace == "off" else None,
                     require_network_namespace=self.network_namespace == "require",
+                    **self.walls,
                     **self.limits,
                 )
                 self._community[key] = host

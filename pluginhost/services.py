@@ -6,6 +6,7 @@ plain dataclasses; failures raise pluginhost.errors exceptions with a stable cod
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -20,6 +21,8 @@ from .callbacks import HostCallbacks, RefusingCallbacks
 from .errors import ExtensionFailure, PluginCallError, PluginLoadError, PluginTimeout
 from .host import NodeHost
 from .pool import approval_gate, author_code_consented, folder_trust, host_for
+
+log = logging.getLogger("covel.pluginhost")
 
 # A tool call's limit when the tool declares no timeoutMs (the SDK bounds a declared one).
 DEFAULT_TOOL_TIMEOUT = 30.0
@@ -99,6 +102,9 @@ class LoadedPackage:
     forms: list[str]
     runtimes: list[str]
     extracted: dict[str, list[Any]]
+    # Runtimes that could not load ({runtime, code, message, details}); with partial_runtimes
+    # the others run and a call of one of these fails with its own error.
+    failed_runtimes: list[dict[str, Any]] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------ manifest -> load request
@@ -249,6 +255,7 @@ def plugin_load(
     host: NodeHost | None = None,
     callbacks: HostCallbacks | None = None,
     force: bool = False,
+    partial_runtimes: bool = False,
 ) -> LoadedPackage | None:
     """Load (or reuse) the package in the host; None when it was already loaded and unchanged.
 
@@ -260,6 +267,9 @@ def plugin_load(
     if not force and host.is_loaded(manifest.id, key):
         return None
     request = load_request(manifest, root=key[0])
+    # A session's calls load each runtime on its own; a check of the package (force, codecheck)
+    # still fails on the first runtime that cannot load.
+    request["partialRuntimes"] = partial_runtimes
     if host.trust == "community":
         # Nothing of the package is imported before staff approved its code, and its host reads
         # only the folder it loads from (a changed folder restarts the host).
@@ -284,7 +294,14 @@ def plugin_load(
         forms=answer["forms"],
         runtimes=answer["runtimes"],
         extracted=answer["extracted"],
+        failed_runtimes=_log_failed_runtimes(manifest, answer.get("failedRuntimes") or []),
     )
+
+
+def _log_failed_runtimes(manifest: Manifest, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for item in failed:
+        log.warning("%s: %s [%s]", manifest.id, item.get("message"), item.get("code"))
+    return failed
 
 
 def _call(
@@ -302,7 +319,7 @@ def _call(
     """
     host = host or host_for(manifest)
     for attempt in (1, 2):
-        plugin_load(manifest=manifest, host=host, callbacks=callbacks)
+        plugin_load(manifest=manifest, host=host, callbacks=callbacks, partial_runtimes=True)
         limit = timeout(host) if callable(timeout) else timeout
         try:
             return host.request(

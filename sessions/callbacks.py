@@ -8,6 +8,7 @@ rows and its ctx.store.setPluginData writes at once.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,8 @@ from django.db import transaction
 from pluginhost.callbacks import PackageCapabilities
 from pluginhost.errors import CallbackRefused
 from sessions import store_reads
-from sessions.errors import WriteRefused
+from sessions.errors import SessionBusy, WriteRefused
+from sessions.locks import session_locked
 from sessions.models import PluginData, Session, Turn
 from sessions.operations import (
     MISSING,
@@ -44,6 +46,7 @@ class SessionCallbacks(PackageCapabilities):
         on_write: Callable[[str, str, Any], None] | None = None,
         manifest: Any = None,
         on_recurse: Callable[..., dict[str, Any]] | None = None,
+        lock_writes: bool = False,
     ) -> None:
         self.session = session
         self.package = package
@@ -54,6 +57,8 @@ class SessionCallbacks(PackageCapabilities):
         self.manifest = manifest
         # The turn executor's ctx.recursiveCall for this run; None outside a function run.
         self.on_recurse = on_recurse
+        # An RPC action runs without the session's lease; each immediate write takes it.
+        self.lock_writes = lock_writes
 
     # The reader identity the overlay tracks: the runtime, or the package for a tool call.
     @property
@@ -112,22 +117,34 @@ class SessionCallbacks(PackageCapabilities):
             )
         except WriteRefused as exc:
             raise CallbackRefused(str(exc), code=exc.code) from None
-        with transaction.atomic():
-            if value is None:
-                PluginData.objects.filter(
-                    session=self.session, plugin_id=self.package, namespace=namespace, key=key
-                ).delete()
-            else:
-                self._check_quota(namespace=namespace, key=key, value=value)
-                PluginData.objects.update_or_create(
-                    session=self.session,
-                    plugin_id=self.package,
-                    namespace=namespace,
-                    key=key,
-                    defaults={"value": value},
-                )
+        try:
+            lease = (
+                session_locked(session_id=self.session.pk)
+                if self.lock_writes
+                else contextlib.nullcontext()
+            )
+            with lease, transaction.atomic():
+                self._write(namespace, key, value)
+        except SessionBusy as exc:
+            raise CallbackRefused(str(exc), code="session_busy") from None
         if self.on_write is not None:
             self.on_write(namespace, key, value)
+
+    def _write(self, namespace: str, key: str, value: Any) -> None:
+        rows = PluginData.objects.filter(
+            session=self.session, plugin_id=self.package, namespace=namespace, key=key
+        )
+        if value is None:
+            rows.delete()
+            return
+        self._check_quota(namespace=namespace, key=key, value=value)
+        PluginData.objects.update_or_create(
+            session=self.session,
+            plugin_id=self.package,
+            namespace=namespace,
+            key=key,
+            defaults={"value": value},
+        )
 
     def _check_quota(self, *, namespace: str, key: str, value: Any) -> None:
         """The package's quota in this session, counted with this write replacing the key's

@@ -6,6 +6,7 @@ log eventlog.services, a player's answer to a form sessions.interactions (it run
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -28,7 +29,6 @@ from sessions.callbacks import SessionCallbacks
 from sessions.commands import CommandError, ParsedCommand, find_command, parse_command
 from sessions.errors import SessionNotActive
 from sessions.hooks import hooks_dispatch
-from sessions.locks import session_locked
 from sessions.models import Session
 from sessions.resolver import Resolution, resolve
 from worlds.models import World
@@ -496,7 +496,10 @@ def session_rpc(
         )
     # An RPC action is a player's action too: it sees what the session's settle jobs wrote.
     settle = session_settle(session_id=session.pk)
-    with session_locked(session_id=session.pk):
+    # No session lease around the plugin call: a hung action held it for its whole limit, and
+    # every other action of the session answered 409 meanwhile. Each immediate write takes the
+    # lease for itself (lock_writes), so writes still never land inside a running turn.
+    with contextlib.nullcontext():
         written: list[dict[str, Any]] = []
         callbacks = SessionCallbacks(
             session=session,
@@ -505,6 +508,7 @@ def session_rpc(
             manifest=manifest,
             # The event names what changed, never the values: a reader fetches the keys it shows
             # (GET .../plugin-data?plugin=&namespace=&key=), so one RPC cannot flood every stream.
+            lock_writes=True,
             on_write=lambda ns, key, value: written.append(
                 {"plugin": plugin, "namespace": ns, "key": key, "deleted": value is None}
             ),

@@ -38,12 +38,8 @@ const OUTSIDE = [
 // The variables the supervisor sets for the host itself; read once here, then removed.
 const HOST_VARIABLES = /^COVEL_HOST_/;
 
-/**
- * Apply the walls. refuse(code, message) makes the error a refused capability throws; write(stream,
- * text) receives what plugin code writes to process.stdout / process.stderr / process._rawDebug.
- * Returns the host's own settings (the COVEL_HOST_* variables), which plugins never see.
- */
-export function lockDown({ refuse, write }) {
+/** The host's own settings (the COVEL_HOST_* variables), removed from process.env. */
+export function takeHostSettings() {
   const settings = {};
   for (const name of Object.keys(process.env)) {
     if (HOST_VARIABLES.test(name)) {
@@ -51,6 +47,14 @@ export function lockDown({ refuse, write }) {
       delete process.env[name];
     }
   }
+  return settings;
+}
+
+/**
+ * Apply the walls. refuse(code, message) makes the error a refused capability throws; write(stream,
+ * text) receives what plugin code writes to process.stdout / process.stderr / process._rawDebug.
+ */
+export function lockDown({ refuse, write }) {
 
   for (const name of NETWORK_GLOBALS) delete globalThis[name];
   // undici keeps its dispatcher on a global symbol once fetch was used; the host never uses it.
@@ -102,6 +106,15 @@ export function lockDown({ refuse, write }) {
   Object.defineProperty(process, "report", { get: () => report, configurable: true, enumerable: true });
   replace("_rawDebug", (...args) => write("stderr", args.map(String).join(" ")));
 
+  // No absolute server path in what describes the process: the permission model's read list
+  // (--allow-fs-read=<folder>), the host script, Node's own location and the working folder.
+  const execArgv = Object.freeze(process.execArgv.map((arg) => arg.replace(/^(--[a-z-]+=)(.*[\\/].*)$/, "$1<path>")));
+  const argv = ["node", "host.mjs"];
+  Object.defineProperty(process, "execArgv", { get: () => execArgv, configurable: true, enumerable: true });
+  Object.defineProperty(process, "argv", { get: () => argv, configurable: true, enumerable: true });
+  Object.defineProperty(process, "execPath", { get: () => "node", configurable: true, enumerable: true });
+  replace("cwd", () => "/");
+
   const sink = (which) => new Writable({
     decodeStrings: false,
     write(chunk, encoding, done) {
@@ -115,5 +128,4 @@ export function lockDown({ refuse, write }) {
     stream.fd = undefined;
     Object.defineProperty(process, name, { get: () => stream, configurable: true, enumerable: true });
   }
-  return settings;
 }

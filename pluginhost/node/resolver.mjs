@@ -13,6 +13,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const SDK_URL = new URL("./sdk.mjs", import.meta.url).href;
 const HOST_URL = import.meta.url;
 const PACKAGE_ROOTS = new Set(); // real paths of loaded package folders
+// Taken before contain.mjs replaces process.execPath with a name that shows no server path.
+const NODE = process.execPath;
 
 export class ImportRefused extends Error {
   constructor(specifier, parentFile, reason) {
@@ -81,6 +83,20 @@ export function existingTarget(file) {
   const stem = ext === ".js" || ext === ".mjs" ? file.slice(0, -ext.length) : file;
   for (const twin of twins) if (isFile(stem + twin)) return stem + twin;
   return null;
+}
+
+// Which package file imported which (the last import seen): the chain a load failure names.
+const IMPORTED_BY = new Map(); // real path -> the importing file's path
+
+/** The package-relative files from the first importer down to `file` (relative to root). */
+export function importChain(root, file) {
+  const chain = [];
+  const seen = new Set();
+  for (let at = path.resolve(root, file); at && !seen.has(at) && isInside(root, at); at = IMPORTED_BY.get(at)) {
+    seen.add(at);
+    chain.unshift(path.relative(root, at));
+  }
+  return chain;
 }
 
 export function addPackageRoot(root) {
@@ -158,6 +174,7 @@ function resolve(specifier, context, nextResolve) {
     throw new ImportRefused(specifier, parentFile, "it resolves outside the package folder");
   }
   if (!lexical || !existsSync(real)) throw new ModuleNotFound(specifier, parentFile);
+  IMPORTED_BY.set(real, fileURLToPath(context.parentURL));
   return { url: withLoadTag(pathToFileURL(real).href, context.parentURL), format: formatOf(real), shortCircuit: true };
 }
 
@@ -230,7 +247,7 @@ function syntaxLocation(root) {
   const rel = path.relative(root, file);
   try {
     const type = /\.m?ts$/.test(file) ? "module-typescript" : "module";
-    const checked = spawnSync(process.execPath, [`--input-type=${type}`, "--check"], {
+    const checked = spawnSync(NODE, [`--input-type=${type}`, "--check"], {
       input: readFileSync(file),
       encoding: "utf8",
       timeout: 5000,

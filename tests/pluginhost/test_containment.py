@@ -30,7 +30,7 @@ from catalogue.models import Package
 from catalogue.services import package_content_hash, package_index
 from eventlog.models import SessionEvent
 from pluginhost.errors import PluginLoadError
-from pluginhost.host import network_namespace_prefix
+from pluginhost.host import NodeHost, network_namespace_prefix
 from pluginhost.pool import host_for, host_pool
 from pluginhost.services import load_request, plugin_load
 from sessions.models import PluginData
@@ -97,11 +97,15 @@ export default function register(covel) {
     return out;
   });
   act("pollute", async () => {
-    Object.prototype.pollutedByProwler = "yes";
+    // The realm is frozen (freeze.mjs): both patches throw; a new global of its own is allowed.
+    const refused = {};
+    try { Object.prototype.pollutedByProwler = "yes"; } catch (e) { refused.proto = e.constructor.name; }
     globalThis.prowlerSecret = "stolen";
     const parse = JSON.parse;
-    JSON.parse = (text, ...rest) => { globalThis.prowlerSaw = text; return parse(text, ...rest); };
-    return { polluted: ({}).pollutedByProwler };
+    try {
+      JSON.parse = (text, ...rest) => { globalThis.prowlerSaw = text; return parse(text, ...rest); };
+    } catch (e) { refused.json = e.constructor.name; }
+    return { polluted: ({}).pollutedByProwler ?? null, refused, secret: globalThis.prowlerSecret };
   });
   act("exit", async () => {
     try { process.exit(3); } catch (e) { return { exit: e.code, pid: process.pid }; }
@@ -304,7 +308,16 @@ def test_community_hosts_run_in_an_empty_network_namespace_here(session):
     manifest = _manifest("prowler")
     host = host_for(manifest)
     assert host.command()[0].endswith("unshare") and "--net" in host.command()
-    assert host.info["interfaces"] == []
+    # The socket filter refuses even the interface lookup; the namespace alone shows none.
+    assert host.info["sockets"] == "refused" and host.info["interfaces"] is None
+    alone = NodeHost(
+        trust="community", label="prowler", socket_filter=False, require_os_layer=False
+    )
+    try:
+        alone.start()
+        assert alone.info["interfaces"] == [] and alone.info["sockets"] == "allowed"
+    finally:
+        alone.stop()
 
 
 def test_built_in_modules_stay_refused(session):
@@ -327,7 +340,11 @@ def test_process_escapes_are_unavailable(session):
 
 
 def test_globals_and_prototypes_of_one_package_are_invisible_to_another(session):
-    assert rpc(session, "pollute") == {"polluted": "yes"}
+    assert rpc(session, "pollute") == {
+        "polluted": None,
+        "refused": {"proto": "TypeError", "json": "TypeError"},
+        "secret": "stolen",
+    }
     look = rpc(session, "look", plugin="bystander")
     assert look["polluted"] is None and look["secret"] is None and look["sawParse"] is None
     assert look["jsonParseNative"] is True
@@ -493,8 +510,8 @@ function finish() { console.log(JSON.stringify(out)); }
     assert out["readOwn"] == "allowed"
     assert out["readPasswd"] == out["readHubSettings"] == "ERR_ACCESS_DENIED"
     assert out["writeOwn"] == out["spawn"] == "ERR_ACCESS_DENIED"
-    if network_namespace_prefix() is not None:
-        assert out["connect"] == "ENETUNREACH"
+    # The command runs through sockwall.py: the socket filter refuses socket() itself.
+    assert out["connect"] == "EPERM"
 
 
 def test_idle_community_hosts_stop_and_come_back(session):

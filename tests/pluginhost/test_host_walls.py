@@ -5,13 +5,14 @@ stops it unread, and code that burns CPU after its call returned is stopped."""
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from pluginhost.errors import HostCrashed
-from pluginhost.host import NodeHost, host_read_paths, one_line
+from pluginhost.host import SOCKWALL, NodeHost, host_read_paths, one_line
 from pluginhost.pool import author_code_consent
 from pluginhost.services import plugin_rpc_call, plugin_tool_call
 
@@ -193,7 +194,9 @@ def test_where_no_network_namespace_exists_require_refuses_and_auto_goes_without
     assert "a network namespace was required" in caught.value.message
     assert not required.running
     auto = NodeHost(trust="community", label="walled", read_paths=[walled.path])
-    assert auto.command()[0] == auto.node and "--permission" in auto.command()
+    # Without a namespace, the socket filter's launcher comes first, then Node.
+    assert auto.command()[:5] == [sys.executable, "-I", "-S", str(SOCKWALL), auto.node]
+    assert "--permission" in auto.command()
     off = NodeHost(trust="community", label="walled", network_namespace=False)
     monkeypatch.undo()
-    assert off.command()[0] == off.node  # never wrapped, even where unshare works
+    assert off.command()[0] == sys.executable  # never wrapped, even where unshare works
