@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_zip, plugin_files
 from django.core.management import call_command
+from install_archives import make_zip, plugin_files
 
 from catalogue.models import Package
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import plugin_files
+from install_archives import plugin_files
 
 from installs.directory import directory_source_set
 from installs.models import DirectoryEntry

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import plugin_files
 from django.core import signing
 from django.test import Client
+from install_archives import plugin_files
 
 from approvals.selectors import approval_current, approval_journal
 from catalogue.models import Package

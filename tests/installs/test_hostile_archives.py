@@ -8,8 +8,8 @@ import io
 import zipfile
 
 import pytest
-from conftest import make_zip, plugin_files
 from django.core.files.uploadedfile import SimpleUploadedFile
+from install_archives import make_zip, plugin_files
 
 from catalogue.models import Package
 from installs import archive

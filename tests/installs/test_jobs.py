@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import plugin_files
+from install_archives import plugin_files
 
 from installs.jobs import job_create, job_run
 from installs.models import InstallJob

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_zip, plugin_files
+from install_archives import make_zip, plugin_files
 
 REPO = Path(__file__).resolve().parents[2]
 

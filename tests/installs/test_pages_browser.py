@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import plugin_files
+from install_archives import plugin_files
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import plugin_files
+from install_archives import plugin_files
 
 REPO = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_zip, plugin_files
 from django.test import Client
+from install_archives import make_zip, plugin_files
 
 from approvals.selectors import approval_current
 from catalogue.models import Package
