@@ -262,6 +262,9 @@ COVEL_HTTP_ALLOW_PRIVATE = env_bool("COVEL_HTTP_ALLOW_PRIVATE", False)
 # A worker renews a running job's lease every third of this; the reaper orphans a job whose
 # lease expired (its worker died), so a dead worker holds up settle waits for about this long.
 COVEL_JOB_LEASE_SECONDS = env_int("COVEL_JOB_LEASE_SECONDS", 30)
+# A job whose worker died is handed to another worker this many times (docs/jobs.md, Workers
+# that die), then marked orphaned.
+COVEL_JOB_MAX_RERUNS = env_int("COVEL_JOB_MAX_RERUNS", 2)
 # How often Celery beat runs jobs.reap_orphans (orphans expired leases, re-sends lost messages).
 COVEL_JOB_REAP_INTERVAL_SECONDS = env_int("COVEL_JOB_REAP_INTERVAL_SECONDS", 10)
 # A queued job nobody claimed for this long gets its message re-sent (then 2x, 4x ... later).

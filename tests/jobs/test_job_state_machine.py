@@ -219,18 +219,32 @@ def test_a_job_of_an_ended_session_goes_stale_without_running(make_job, play_ses
     assert "after-the-end" not in "".join(read_lines(tmp_path / "out" / "runs.log"))
 
 
-def test_the_reaper_orphans_only_expired_leases(make_job):
+def test_the_reaper_hands_on_only_expired_leases_then_orphans(make_job, sent, settings):
+    settings.COVEL_JOB_MAX_RERUNS = 2
     expired = make_job("noop")
+    spent = make_job("noop", runtime_id="r4")
     fresh = make_job("noop", runtime_id="r2")
     queued = make_job("noop", runtime_id="r3")
+    sent.clear()
     past = timezone.now() - timedelta(seconds=5)
     _force(expired, S.RUNNING, lease_owner="dead:1", lease_expires_at=past)
+    _force(spent, S.CLAIMED, lease_owner="dead:1", lease_expires_at=past, reruns=2)
     _force(fresh, S.RUNNING, lease_owner="alive:1", lease_expires_at=timezone.now() + timedelta(30))
-    assert job_reap_orphans() == [expired.pk]
+    assert sorted(job_reap_orphans()) == sorted([expired.pk, spent.pk])
     expired.refresh_from_db()
-    assert (expired.state, expired.reason) == (S.ORPHANED, "lease-expired")
+    # Its worker died before it finished: it is queued again, unleased, and its message re-sent.
+    assert (expired.state, expired.reruns, expired.lease_owner) == (S.QUEUED, 1, "")
+    assert expired.lease_expires_at is None and expired.started_at is None
+    assert sent == [(expired.pk, None)]
+    # Handed on as often as allowed already: orphaned, and nothing sends it again.
+    spent.refresh_from_db()
+    assert (spent.state, spent.reason) == (S.ORPHANED, "lease-expired")
     assert RuntimeJob.objects.get(pk=fresh.pk).state == S.RUNNING
     assert RuntimeJob.objects.get(pk=queued.pk).state == S.QUEUED
+    # The re-sent job runs once, and the reaper leaves it alone from then on.
+    assert job_execute(job_pk=expired.pk, owner="w2:1") == "succeeded"
+    assert job_reap_orphans() == []
+    assert RuntimeJob.objects.get(pk=expired.pk).state == S.SUCCEEDED
 
 
 def test_settle_options_follow_the_spec_defaults_and_cap():
