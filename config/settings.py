@@ -153,7 +153,12 @@ if env_str("REDIS_URL"):
             "LOCATION": env_str("CACHE_URL", env_str("REDIS_URL")),
         }
     }
+    # The signed-in session is read from Redis, not queried per request; writes go to both, so
+    # a flushed cache costs one query per session, never a sign-out.
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
+    # A per-process cache would keep a signed-out session alive in the other processes: the
+    # session stays in the database alone.
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Mail: password reset needs it, so it is offered only when EMAIL_HOST is set.

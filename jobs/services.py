@@ -409,16 +409,26 @@ RUN_JOB_TASK = "jobs.run_job"
 
 
 def send_run_job(*, job: RuntimeJob, countdown: float | None = None) -> None:
-    """Hand the job's id to Celery, with time limits derived from its maxExecutionMs."""
+    """Hand the job's id to Celery, with time limits derived from its maxExecutionMs.
+
+    Never raises: with the broker down (Redis restarting) the message is not sent, the job stays
+    `queued` with its `sent_at`, and the reaper sends it again when the broker is back
+    (job_resend_lost). Mostly called after a commit: an error here would turn a turn that was
+    saved into a failed request, and its retry into a second turn.
+    """
     soft = effective_execution_ms(job) / 1000 + SOFT_LIMIT_SLACK_S
-    current_app.tasks[RUN_JOB_TASK].apply_async(
-        args=[job.pk],
-        countdown=countdown,
-        soft_time_limit=soft,
-        time_limit=soft + HARD_LIMIT_GRACE_S,
-        # Deployments may give jobs their own queue (and workers); None is Celery's default.
-        queue=jobs_queue(),
-    )
+    try:
+        current_app.tasks[RUN_JOB_TASK].apply_async(
+            args=[job.pk],
+            countdown=countdown,
+            soft_time_limit=soft,
+            time_limit=soft + HARD_LIMIT_GRACE_S,
+            # Deployments may give jobs their own queue (and workers); None is Celery's default.
+            queue=jobs_queue(),
+        )
+    except Exception:
+        log.warning("could not send job %s to the broker; the reaper sends it again", job.pk,
+                    exc_info=True)  # fmt: skip
 
 
 # --- People's actions ---------------------------------------------------------------------

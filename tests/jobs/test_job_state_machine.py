@@ -418,3 +418,26 @@ def test_a_lost_message_is_sent_again_with_a_growing_back_off(make_job, sent, se
     assert job_resend_lost(now=now + timedelta(days=1)) == []  # waiting is still behind it
     _force(lost, S.SUCCEEDED)
     assert job_resend_lost(now=now + timedelta(days=1)) == [waiting.pk]
+
+
+def test_a_message_the_broker_refused_is_sent_again_when_it_is_back(make_job, monkeypatch):
+    """Redis down when a turn's job is sent: the request does not fail (the turn committed),
+    the job stays queued, and the reaper's re-send delivers it once the broker answers."""
+    from celery import current_app
+    from kombu.exceptions import OperationalError
+
+    from jobs.services import job_resend_lost, send_run_job
+
+    task = current_app.tasks["jobs.run_job"]
+    job = make_job("noop")
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(task, "apply_async", refuse)
+    send_run_job(job=job)  # no exception reaches the caller
+    assert RuntimeJob.objects.get(pk=job.pk).state == S.QUEUED
+    delivered: list[list[int]] = []
+    monkeypatch.setattr(task, "apply_async", lambda args, **kwargs: delivered.append(args))
+    assert job_resend_lost(now=timezone.now() + timedelta(minutes=5)) == [job.pk]
+    assert delivered == [[job.pk]]
