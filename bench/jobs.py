@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import signal
 import statistics
 import subprocess
@@ -72,6 +73,8 @@ def main() -> None:
     else:
         os.environ["REDIS_URL"] = ""
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    # A bench is not a deployment: a throw-away key (the workers inherit it), unless one is set.
+    os.environ.setdefault("SECRET_KEY", "bench-jobs-" + secrets.token_hex(24))
 
     import django
 

@@ -58,6 +58,13 @@ def session_lock_acquire(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECON
     token = secrets.token_hex(16)
     deadline = time.monotonic() + max(0.0, wait)
     while True:
+        # The usual case, a free session: one conditional UPDATE takes it (atomic by itself).
+        if Session.objects.filter(pk=session_id, lock_token="").update(
+            lock_token=token, lock_expires=timezone.now() + timedelta(seconds=LOCK_LEASE_SECONDS)
+        ):
+            _heartbeat.add(session_id=session_id, token=token)
+            return token
+        # Taken, expired or missing: look under the row lock.
         with transaction.atomic():
             row = (
                 Session.objects.select_for_update(no_key=True)
@@ -87,6 +94,13 @@ def session_lock_acquire(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECON
 
 
 def session_lock_renew(*, session_id: uuid.UUID, token: str) -> bool:
+    """Extend the lease; False when it is not this token's any more.
+
+    A lease this process holds is renewed by its heartbeat thread every LOCK_RENEW_SECONDS (and
+    dropped from it when a renewal finds the lease lost), so a call for one costs no query; the
+    turn's commit checks the token under the row lock anyway."""
+    if _heartbeat.holds(token):
+        return True
     return bool(
         Session.objects.filter(pk=session_id, lock_token=token).update(
             lock_expires=timezone.now() + timedelta(seconds=LOCK_LEASE_SECONDS)
@@ -149,6 +163,10 @@ class _LeaseHeartbeat:
     def remove(self, token: str) -> None:
         with self._cond:
             self._held.pop(token, None)
+
+    def holds(self, token: str) -> bool:
+        with self._cond:
+            return token in self._held and self._pid == os.getpid()
 
     def held(self) -> int:
         with self._cond:
