@@ -206,7 +206,8 @@ def run(args: argparse.Namespace, queue: str, temp: Path, worker_pid: int) -> No
     )
     version = loaded.manifest.version
     # One session per job of a round: jobs of one (session, plugin, runtime) run in order.
-    sessions = [session_create(owner=user, world=world) for _ in range(args.jobs)]
+    # (At least the ten the warm-up round below uses.)
+    sessions = [session_create(owner=user, world=world) for _ in range(max(args.jobs, 10))]
     session = sessions[0]
 
     def enqueue(
