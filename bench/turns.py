@@ -97,6 +97,27 @@ class Client:
         return answer.status, answer.read()
 
 
+def cpu_ms(pids: list[int]) -> dict[str, float]:
+    """CPU time (user + system, ms) of each web process and, apart, of its children (the Node
+    plugin hosts), read from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"web": 0.0, "node": 0.0}
+
+    def stat(pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / tick
+
+    for pid in pids:
+        try:
+            out["web"] += stat(pid)
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                for child in (task / "children").read_text().split():
+                    out["node"] += stat(int(child))
+        except OSError:
+            continue
+    return out
+
+
 def run_level(
     ports: list[int], token: str, sessions: list[str], per: int, action: bool
 ) -> dict[str, float]:
@@ -186,17 +207,23 @@ def main() -> None:
     try:
         # Warm: every session's first turn (the Node host starts, the packages load).
         run_level(ports, rows["token"], rows["sessions"][: max(levels)], 1, action=True)
-        header = "| sessions | turns/s | p50 / p95 ms | read req/s | read p50 ms | turn vs read |"
-        print(header)
-        print("|---|---|---|---|---|---|")
+        pids = [s.proc.pid for s in servers]
+        print(
+            "| sessions | turns/s | p50 / p95 ms | CPU ms a turn: web / node "
+            "| read req/s | read p50 ms | turn vs read |"
+        )
+        print("|---|---|---|---|---|---|---|")
         for level in levels:
             sessions = rows["sessions"][:level]
             per = max(1, args.turns // level)
+            before = cpu_ms(pids)
             turns = run_level(ports, rows["token"], sessions, per, action=True)
+            after = cpu_ms(pids)
+            web, node = ((after[k] - before[k]) / turns["n"] for k in ("web", "node"))
             reads = run_level(ports, rows["token"], sessions, per * 2, action=False)
             print(
                 f"| {level} | {turns['per_s']:.1f} | {turns['p50']:.0f} / {turns['p95']:.0f} "
-                f"| {reads['per_s']:.1f} | {reads['p50']:.1f} "
+                f"| {web:.0f} / {node:.0f} | {reads['per_s']:.1f} | {reads['p50']:.1f} "
                 f"| {reads['per_s'] / turns['per_s']:.1f}x |",
                 flush=True,
             )
