@@ -68,3 +68,21 @@ def test_a_turn_makes_a_bounded_number_of_statements(alice, client):
     # The lock is taken by one conditional UPDATE, and renewals in between cost no query.
     lock_writes = [s for s in statements if s.startswith('UPDATE "play_session" SET "lock_')]
     assert len(lock_writes) == 2, lock_writes  # take and release
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_trigram_check_runs_once_per_process_not_per_connection():
+    """Under the pool every request's connection is "created": a check made then would be a
+    query per request (catalogue/search.py asks once per database and process)."""
+    from catalogue.search import trigram_available
+
+    connection.close()  # a new connection: the process's one check, if not made yet
+    connection.ensure_connection()
+    first = trigram_available()
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(3):
+            connection.close()
+            connection.ensure_connection()
+            assert trigram_available() == first
+    assert not [q for q in queries.captured_queries if "pg_extension" in q["sql"]]
+    assert first == (connection.vendor == "postgresql")  # the migration created pg_trgm
