@@ -101,6 +101,10 @@ def session_lock_renew(*, session_id: uuid.UUID, token: str) -> bool:
     turn's commit checks the token under the row lock anyway."""
     if _heartbeat.holds(token):
         return True
+    return _renew(session_id=session_id, token=token)
+
+
+def _renew(*, session_id: uuid.UUID, token: str) -> bool:
     return bool(
         Session.objects.filter(pk=session_id, lock_token=token).update(
             lock_expires=timezone.now() + timedelta(seconds=LOCK_LEASE_SECONDS)
@@ -196,7 +200,7 @@ class _LeaseHeartbeat:
                     with self._cond:
                         if token not in self._held:
                             continue  # released meanwhile
-                    if not session_lock_renew(session_id=session_id, token=token):
+                    if not _renew(session_id=session_id, token=token):
                         self.remove(token)  # taken over or released: nothing left to renew
             except Exception:
                 # The database is down or busy: the next round tries again, and the lease
