@@ -23,6 +23,10 @@ def test_a_killed_worker_s_job_runs_again_on_another_worker_and_commits_once(
     job = make_job("sleep", settle=True, max_settle_wait_ms=30000, sleep_ms=2000, label="doomed")
     wait_for_state(job, "running")
     assert job.lease_owner.startswith("victim-")
+    deadline = time.monotonic() + 15
+    while not read_lines(tmp_path / "out" / "runs.log"):  # its runner has begun
+        assert time.monotonic() < deadline, "the victim never started the runner"
+        time.sleep(0.01)
     victim.kill()
     killed_at = time.monotonic()
     # The survivor runs Celery beat, whose reaper entry finds the lease expired.
