@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sessions"))
 
 from test_play_support import index_bundled, make_world  # noqa: E402
 
+from core import notify  # noqa: E402
 from sessions.services import session_create  # noqa: E402
 
 # The statements of one turn today, by database (transaction control statements included).
@@ -49,6 +50,9 @@ def test_a_turn_makes_a_bounded_number_of_statements(alice, client):
     )
     session = session_create(owner=alice, world=world)
     client.force_login(alice)
+    # The notification backend as these settings choose it: a test before this one may have
+    # left another in place (the jobs tests' folder broker picks "postgres": a pg_notify each).
+    notify.reset()
     url = f"/api/sessions/{session.pk}/actions"
     for message in ("I roll 1d6.", "I look around."):  # warm: packages loaded, data written
         answer = client.post(url, {"message": message}, content_type="application/json")
