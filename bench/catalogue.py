@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shutil
 import statistics
 import sys
@@ -31,6 +32,7 @@ WORDS = [
     "combat",
     "notes",
     "lore",
+    "inventory",
 ]
 STAGES = ["setup", "pre-turn", "narrative", "post-turn", "audit"]
 
@@ -105,6 +107,8 @@ def run(args: argparse.Namespace, work: Path) -> None:
     bundled, empty = work / "plugins", work / "empty"
     bundled.mkdir()
     empty.mkdir()
+    # A bench process is not a deployment: a throw-away key, unless one is set.
+    os.environ.setdefault("SECRET_KEY", "bench-catalogue-" + secrets.token_hex(24))
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -164,7 +168,8 @@ def run(args: argparse.Namespace, work: Path) -> None:
         "lore",
     ]
     # Misspelt words (issue 18): found through the fuzzy match, timed on their own too.
-    misspelt = ["wether", "inventry", "helpr 42", "combatt", "quset", "muisc"]
+    # Each a misspelling of a word the generated packages contain ("helpr <n>": a displayName).
+    misspelt = ["wether", "inventry", f"helpr {args.packages // 2}", "combatt", "quset", "muisc"]
     client.get("/api/packages", {"q": "warm-up"})
     timings: list[float] = []
     for i in range(args.requests):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import signal
 import statistics
 import subprocess
@@ -72,6 +73,8 @@ def main() -> None:
     else:
         os.environ["REDIS_URL"] = ""
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    # A bench is not a deployment: a throw-away key (the workers inherit it), unless one is set.
+    os.environ.setdefault("SECRET_KEY", "bench-jobs-" + secrets.token_hex(24))
 
     import django
 
@@ -203,7 +206,8 @@ def run(args: argparse.Namespace, queue: str, temp: Path, worker_pid: int) -> No
     )
     version = loaded.manifest.version
     # One session per job of a round: jobs of one (session, plugin, runtime) run in order.
-    sessions = [session_create(owner=user, world=world) for _ in range(args.jobs)]
+    # (At least the ten the warm-up round below uses.)
+    sessions = [session_create(owner=user, world=world) for _ in range(max(args.jobs, 10))]
     session = sessions[0]
 
     def enqueue(

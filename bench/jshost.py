@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import statistics
 import sys
 import tempfile
@@ -81,6 +82,8 @@ def main() -> None:
     args = parser.parse_args()
     # Loading a package asks the approved-code store where bundled folders are (settings).
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # A bench is not a deployment: a throw-away key, unless one is set.
+    os.environ.setdefault("SECRET_KEY", "bench-jshost-" + secrets.token_hex(24))
     django.setup()
     if args.walls_only:
         with tempfile.TemporaryDirectory() as tmp:

@@ -273,6 +273,19 @@ def latency_figures(
 # ------------------------------------------------------------------ the hub's server
 
 
+def _free_port_near(port: int) -> int:
+    """port when nothing listens there, else any free one (--port N may be a random free port
+    whose neighbour is taken)."""
+    import socket
+
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def start_hub(port: int, env: dict[str, str], log: Path):
     from stream_servers import Server
 
@@ -410,7 +423,7 @@ def measure_floor(*, n: int, args) -> dict:
 
     frame = format_event(seq=0, type="bench.tick", payload={"k": 0}).encode()
     context = multiprocessing.get_context("spawn")
-    port = args.port + 1
+    port = _free_port_near(args.port + 1)
     server = context.Process(
         target=_bare_server_process, args=(port, frame[len(b"id: 0") :]), daemon=True
     )

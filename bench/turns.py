@@ -1,19 +1,26 @@
-"""Turns per second with the bundled function storyteller, in process (the turn loop, the Node
-plugin host and the commit; no HTTP): one session played turn after turn, and 8 sessions played
-at once from 8 threads (the web process's concurrency), p50/p95 latency of a turn.
+"""Turns per second over real HTTP, as a deployment serves them: a uvicorn web process
+(DB_POOL=true, as scripts/run.sh starts it), the bundled storyteller, word-count and dice in
+each session, 1, 8 and 32 sessions played at once (one client thread per session, each posting
+its next action as soon as the last one answered), p50/p95 latency; next to the floor, a
+signed-in read (GET /api/sessions/{id}) at the same concurrency on the same server.
 
 Run from the checkout:
-    .venv/bin/python bench/turns.py [--turns 60] [--parallel 8]
-It measures the embedded default (a throw-away SQLite file) and, when DATABASE_URL names a
-PostgreSQL database, that database too (it is migrated and gets bench rows). Each backend runs
-in a process of its own, so settings are read fresh.
+    .venv/bin/python bench/turns.py [--sessions 1,8,32] [--turns 96] [--web 1]
+--turns is the number of turns played at each level (shared among its sessions; at least one
+each). It measures the embedded default (a throw-away SQLite file) or, when DATABASE_URL names
+a PostgreSQL database, that database (migrated; it gets bench rows) with REDIS_URL's Redis for
+the cache and notifications. --web N starts N web processes and spreads the sessions over them.
+The machine is usually shared: compare figures taken in the same run, never across runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
+import secrets
+import socket
 import statistics
 import subprocess
 import sys
@@ -24,6 +31,37 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "sessions"))
+
+SETUP = """
+import json, os
+import django
+django.setup()
+from pathlib import Path
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from accounts.services import token_create
+from catalogue.manifest.loader import load_package
+from catalogue.services import package_content_hash, package_index
+from sessions.services import session_create
+from worlds.models import World
+
+call_command("migrate", verbosity=0)
+for name in ("storyteller", "word-count", "dice"):
+    folder = Path("plugins") / name
+    package_index(result=load_package(folder, host_version="0.1.0"), source="bundled",
+                  content_hash=package_content_hash(path=folder), host_version="0.1.0")
+user, _ = get_user_model().objects.get_or_create(username="bench-turns")
+world, _ = World.objects.get_or_create(
+    world_id="bench-turns",
+    defaults={"name": "Bench", "description": "", "owner": user,
+              "plugins": ["word-count", "dice"]},
+)
+count = int(os.environ["BENCH_SESSIONS"])
+sessions = [str(session_create(owner=user, world=world).pk) for _ in range(count)]
+_, token = token_create(user=user, name="bench-turns")
+print(json.dumps({"sessions": sessions, "token": token}))
+"""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -32,112 +70,166 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def run_backend(turns: int, parallel: int) -> dict:
-    import django
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
-    django.setup()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import connection
 
-    from catalogue.manifest.loader import load_package
-    from catalogue.services import package_content_hash, package_index
-    from sessions.services import session_create
-    from sessions.turns import TurnRequest, turn_run
-    from worlds.models import World
+class Client:
+    """One keep-alive HTTP connection, signed in with a bearer token."""
 
-    call_command("migrate", verbosity=0)
-    folder = REPO / "plugins" / "storyteller"
-    loaded = load_package(folder, host_version="0.1.0")
-    package_index(
-        result=loaded,
-        source="bundled",
-        content_hash=package_content_hash(path=folder),
-        host_version="0.1.0",
-    )
-    user, _ = get_user_model().objects.get_or_create(username="bench-turns")
-    world, _ = World.objects.get_or_create(
-        world_id="bench-turns",
-        defaults={"name": "Bench", "description": "", "owner": user, "plugins": []},
-    )
-    sessions = [session_create(owner=user, world=world) for _ in range(parallel)]
+    def __init__(self, port: int, token: str) -> None:
+        self.port, self.token = port, token
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
 
-    def play(session, count: int, out: list[float]) -> None:
-        for i in range(count):
-            started = time.perf_counter()
-            turn_run(session=session, request=TurnRequest(message=f"I walk on ({i})."))
-            out.append((time.perf_counter() - started) * 1000)
-        connection.close()
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, bytes]:
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        data = json.dumps(body) if body is not None else None
+        try:
+            self.conn.request(method, path, data, headers)
+            answer = self.conn.getresponse()
+        except (http.client.HTTPException, OSError):
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+            self.conn.request(method, path, data, headers)
+            answer = self.conn.getresponse()
+        return answer.status, answer.read()
 
-    play(sessions[0], 3, [])  # warm: the Node host starts, the package loads
-    one: list[float] = []
-    started = time.perf_counter()
-    play(sessions[0], turns, one)
-    one_elapsed = time.perf_counter() - started
 
-    many: list[float] = []
-    per = max(1, turns // parallel)
-    threads = [threading.Thread(target=play, args=(s, per, many)) for s in sessions[:parallel]]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    many_elapsed = time.perf_counter() - started
+def cpu_ms(pids: list[int]) -> dict[str, float]:
+    """CPU time (user + system, ms) of each web process and, apart, of its children (the Node
+    plugin hosts), read from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"web": 0.0, "node": 0.0}
 
+    def stat(pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / tick
+
+    for pid in pids:
+        try:
+            out["web"] += stat(pid)
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                for child in (task / "children").read_text().split():
+                    out["node"] += stat(int(child))
+        except OSError:
+            continue
+    return out
+
+
+def run_level(
+    ports: list[int], token: str, sessions: list[str], per: int, action: bool
+) -> dict[str, float]:
+    """Each session's thread plays `per` requests back to back; all threads start together."""
+    latencies: list[float] = []
+    failures: list[str] = []
+    start = threading.Barrier(len(sessions) + 1)
+
+    def play(index: int, session_id: str) -> None:
+        client = Client(ports[index % len(ports)], token)
+        start.wait()
+        for i in range(per):
+            began = time.perf_counter()
+            if action:
+                path, body = f"/api/sessions/{session_id}/actions", {"message": f"I walk ({i})."}
+                status, text = client.call("POST", path, body)
+            else:
+                status, text = client.call("GET", f"/api/sessions/{session_id}")
+            latencies.append((time.perf_counter() - began) * 1000)
+            if status != 200:
+                failures.append(f"{status} {text[:200]!r}")
+
+    threads = [
+        threading.Thread(target=play, args=(i, sid), daemon=True) for i, sid in enumerate(sessions)
+    ]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    if failures:
+        raise SystemExit(f"{len(failures)} requests failed, first: {failures[0]}")
     return {
-        "database": connection.vendor,
-        "one_session": {
-            "turns": len(one),
-            "turns_per_s": round(len(one) / one_elapsed, 1),
-            "p50_ms": round(statistics.median(one), 1),
-            "p95_ms": round(percentile(one, 95), 1),
-        },
-        f"{parallel}_sessions": {
-            "turns": len(many),
-            "turns_per_s": round(len(many) / many_elapsed, 1),
-            "p50_ms": round(statistics.median(many), 1),
-            "p95_ms": round(percentile(many, 95), 1),
-        },
+        "per_s": len(latencies) / elapsed,
+        "p50": statistics.median(latencies),
+        "p95": percentile(latencies, 95),
+        "n": len(latencies),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--turns", type=int, default=60)
-    parser.add_argument("--parallel", type=int, default=8)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sessions", default="1,8,32", help="levels of sessions played at once")
+    parser.add_argument("--turns", type=int, default=96, help="turns played at each level")
+    parser.add_argument("--web", type=int, default=1, help="web processes")
     args = parser.parse_args()
-    if args.child:
-        print(json.dumps(run_backend(args.turns, args.parallel)))
-        return
+    levels = [int(x) for x in args.sessions.split(",")]
 
-    base = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DB_CONN_MAX_AGE": "0"}
-    base.setdefault("SECRET_KEY", "bench-turns-" + "k" * 50)
-    targets = []
+    from stream_servers import Server  # the web server the stream tests and bench/streams use
+
     temp = Path(tempfile.mkdtemp(prefix="covel-bench-turns-"))
-    targets.append({"DATABASE_URL": f"sqlite:///{temp / 'bench.sqlite3'}", "REDIS_URL": ""})
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        targets.append({"DATABASE_URL": os.environ["DATABASE_URL"]})
-    print(f"bench/turns.py: {os.cpu_count()} cores, {args.turns} turns, {args.parallel} parallel")
-    for target in targets:
-        env = {**base, "COVEL_VAR_DIR": str(temp), **target}
-        done = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--child",
-                f"--turns={args.turns}",
-                f"--parallel={args.parallel}",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
+    env = {
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "COVEL_VAR_DIR": str(temp),
+        "DB_POOL": "true",
+        "LOG_LEVEL": "WARNING",
+        # A bench is not a deployment: a throw-away key, and no per-player turn limit.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-turns-" + secrets.token_hex(24),
+        "COVEL_TURN_RATE": "1000000/s",
+    }
+    database = os.environ.get("DATABASE_URL", "")
+    if not database.startswith("postgres"):
+        env.update({"DATABASE_URL": f"sqlite:///{temp / 'bench.sqlite3'}", "REDIS_URL": ""})
+    os.environ.update(env)
+    setup = subprocess.run(
+        [sys.executable, "-c", SETUP],
+        cwd=REPO,
+        env={**os.environ, "BENCH_SESSIONS": str(max(levels))},
+        capture_output=True,
+        text=True,
+    )
+    if setup.returncode != 0:
+        raise SystemExit(setup.stderr[-3000:])
+    rows = json.loads(setup.stdout.strip().splitlines()[-1])
+    servers = [
+        Server(free_port(), env, temp / f"web{i}.log", args=("--no-access-log",))
+        for i in range(args.web)
+    ]
+    ports = [s.port for s in servers]
+    kind = "postgresql" if database.startswith("postgres") else "sqlite"
+    print(
+        f"bench/turns.py: {os.cpu_count()} cores, {kind}, redis: {os.environ.get('REDIS_URL') or '-'}"
+        f", {args.web} web process(es), {args.turns} turns a level (shared machine: noisy)"
+    )
+    try:
+        # Warm: every session's first turn (the Node host starts, the packages load).
+        run_level(ports, rows["token"], rows["sessions"][: max(levels)], 1, action=True)
+        pids = [s.proc.pid for s in servers]
+        print(
+            "| sessions | turns/s | p50 / p95 ms | CPU ms a turn: web / node "
+            "| read req/s | read p50 ms | turn vs read |"
         )
-        if done.returncode != 0:
-            print(done.stderr[-3000:])
-            continue
-        print(done.stdout.strip().splitlines()[-1], flush=True)
+        print("|---|---|---|---|---|---|---|")
+        for level in levels:
+            sessions = rows["sessions"][:level]
+            per = max(1, args.turns // level)
+            before = cpu_ms(pids)
+            turns = run_level(ports, rows["token"], sessions, per, action=True)
+            after = cpu_ms(pids)
+            web, node = ((after[k] - before[k]) / turns["n"] for k in ("web", "node"))
+            reads = run_level(ports, rows["token"], sessions, per * 2, action=False)
+            print(
+                f"| {level} | {turns['per_s']:.1f} | {turns['p50']:.0f} / {turns['p95']:.0f} "
+                f"| {web:.0f} / {node:.0f} | {reads['per_s']:.1f} | {reads['p50']:.1f} "
+                f"| {reads['per_s'] / turns['per_s']:.1f}x |",
+                flush=True,
+            )
+    finally:
+        for server in servers:
+            server.stop()
 
 
 if __name__ == "__main__":

@@ -66,13 +66,28 @@ class _WordSimilarity(Func):
     output_field = FloatField()
 
 
+# Whether pg_trgm is installed, by database (host, port, name): asked once per process. Under
+# the connection pool (DB_POOL) connection_created fires for every request's connection, so a
+# per-connection check was a query per request.
+_trigram_known: dict[tuple[str, str, str], bool] = {}
+
+
 def _note_trigram(sender, connection, **kwargs) -> None:
-    # Checked once per connection, when it opens, so that a search costs the same queries
-    # however many searches came before it.
-    if connection.vendor == "postgresql":
+    if connection.vendor != "postgresql":
+        return
+    s = connection.settings_dict
+    key = (str(s.get("HOST")), str(s.get("PORT")), str(s.get("NAME")))
+    known = _trigram_known.get(key)
+    if known is None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
-            connection.covel_trigram = cursor.fetchone() is not None
+            known = _trigram_known[key] = cursor.fetchone() is not None
+    connection.covel_trigram = known
+
+
+def trigram_forget() -> None:
+    """Ask again on the next connection (the migration that creates pg_trgm calls this)."""
+    _trigram_known.clear()
 
 
 connection_created.connect(_note_trigram, dispatch_uid="catalogue.search.trigram")

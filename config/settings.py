@@ -160,7 +160,12 @@ if env_str("REDIS_URL"):
             "LOCATION": env_str("CACHE_URL", env_str("REDIS_URL")),
         }
     }
+    # The signed-in session is read from Redis, not queried per request; writes go to both, so
+    # a flushed cache costs one query per session, never a sign-out.
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
+    # A per-process cache would keep a signed-out session alive in the other processes: the
+    # session stays in the database alone.
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Mail: password reset needs it, so it is offered only when EMAIL_HOST is set.
@@ -268,6 +273,9 @@ COVEL_HTTP_ALLOW_PRIVATE = env_bool("COVEL_HTTP_ALLOW_PRIVATE", False)
 # A worker renews a running job's lease every third of this; the reaper orphans a job whose
 # lease expired (its worker died), so a dead worker holds up settle waits for about this long.
 COVEL_JOB_LEASE_SECONDS = env_int("COVEL_JOB_LEASE_SECONDS", 30)
+# A job whose worker died is handed to another worker this many times (docs/jobs.md, Workers
+# that die), then marked orphaned.
+COVEL_JOB_MAX_RERUNS = env_int("COVEL_JOB_MAX_RERUNS", 2)
 # How often Celery beat runs jobs.reap_orphans (orphans expired leases, re-sends lost messages).
 COVEL_JOB_REAP_INTERVAL_SECONDS = env_int("COVEL_JOB_REAP_INTERVAL_SECONDS", 10)
 # A queued job nobody claimed for this long gets its message re-sent (then 2x, 4x ... later).

@@ -29,3 +29,5 @@ urlpatterns = [
 ]
 
 handler404 = "config.api.not_found_view"
+# A database or Redis outage met outside a view answers 503 with Retry-After, not 500.
+handler500 = "core.middleware.server_error"

@@ -110,6 +110,9 @@ class RuntimeJob(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     sends = models.PositiveIntegerField(default=1)
     attempt = models.PositiveIntegerField(default=1)
+    # How many times the reaper handed this job on because its worker died (jobs.services
+    # job_reap_orphans); not a retry: a retry is a new job.
+    reruns = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     retry_of = models.ForeignKey(

@@ -55,8 +55,12 @@ S = JobState
 # The whole state machine. Anything not listed here raises InvalidTransition.
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.CLAIMED, S.TIMED_OUT, S.CANCELLED, S.STALE}),
-    S.CLAIMED: frozenset({S.RUNNING, S.TIMED_OUT, S.CANCELLED, S.STALE, S.FAILED, S.ORPHANED}),
-    S.RUNNING: frozenset({S.COMMITTING, S.TIMED_OUT, S.CANCELLED, S.FAILED, S.ORPHANED}),
+    # claimed/running -> queued: the reaper hands the job of a worker that died to another one
+    # (job_reap_orphans); it never finished, so this is no replay of a failure.
+    S.CLAIMED: frozenset(
+        {S.QUEUED, S.RUNNING, S.TIMED_OUT, S.CANCELLED, S.STALE, S.FAILED, S.ORPHANED}
+    ),
+    S.RUNNING: frozenset({S.QUEUED, S.COMMITTING, S.TIMED_OUT, S.CANCELLED, S.FAILED, S.ORPHANED}),
     S.COMMITTING: frozenset({S.SUCCEEDED, S.STALE, S.FAILED, S.ORPHANED}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
@@ -79,6 +83,12 @@ def _setting(name: str, default: Any) -> Any:
 def lease_seconds() -> float:
     # A worker renews its lease every third of it; three missed renewals make the job orphaned.
     return float(_setting("COVEL_JOB_LEASE_SECONDS", 30))
+
+
+def max_reruns() -> int:
+    # How many times the reaper hands a job whose worker died to another worker before it
+    # gives up and marks it orphaned (a job that kills every worker it runs on stops here).
+    return int(_setting("COVEL_JOB_MAX_RERUNS", 2))
 
 
 def execution_ceiling_ms() -> int:
@@ -166,7 +176,7 @@ def job_transition(
 
 # The states the session's event stream hears of (job-status.updated). `claimed` and `committing`
 # last a moment inside a worker's transaction: nobody outside the worker acts on them.
-STATES_ANNOUNCED = frozenset({S.RUNNING, *TERMINAL_STATES})
+STATES_ANNOUNCED = frozenset({S.RUNNING, *TERMINAL_STATES, S.QUEUED})  # queued: a re-run
 
 
 def _announce(*, job_pk: int, job: RuntimeJob | None, values: dict[str, Any]) -> None:
@@ -399,16 +409,26 @@ RUN_JOB_TASK = "jobs.run_job"
 
 
 def send_run_job(*, job: RuntimeJob, countdown: float | None = None) -> None:
-    """Hand the job's id to Celery, with time limits derived from its maxExecutionMs."""
+    """Hand the job's id to Celery, with time limits derived from its maxExecutionMs.
+
+    Never raises: with the broker down (Redis restarting) the message is not sent, the job stays
+    `queued` with its `sent_at`, and the reaper sends it again when the broker is back
+    (job_resend_lost). Mostly called after a commit: an error here would turn a turn that was
+    saved into a failed request, and its retry into a second turn.
+    """
     soft = effective_execution_ms(job) / 1000 + SOFT_LIMIT_SLACK_S
-    current_app.tasks[RUN_JOB_TASK].apply_async(
-        args=[job.pk],
-        countdown=countdown,
-        soft_time_limit=soft,
-        time_limit=soft + HARD_LIMIT_GRACE_S,
-        # Deployments may give jobs their own queue (and workers); None is Celery's default.
-        queue=jobs_queue(),
-    )
+    try:
+        current_app.tasks[RUN_JOB_TASK].apply_async(
+            args=[job.pk],
+            countdown=countdown,
+            soft_time_limit=soft,
+            time_limit=soft + HARD_LIMIT_GRACE_S,
+            # Deployments may give jobs their own queue (and workers); None is Celery's default.
+            queue=jobs_queue(),
+        )
+    except Exception:
+        log.warning("could not send job %s to the broker; the reaper sends it again", job.pk,
+                    exc_info=True)  # fmt: skip
 
 
 # --- People's actions ---------------------------------------------------------------------
@@ -494,18 +514,43 @@ def job_retry(*, job: RuntimeJob, actor: Any) -> RuntimeJob:
 
 
 def job_reap_orphans(*, now: datetime | None = None) -> list[int]:
-    """Mark claimed/running/committing jobs whose lease expired `orphaned`; returns their pks.
+    """Hand claimed/running jobs whose lease expired (their worker died) to another worker, or
+    mark them `orphaned` once they were handed on max_reruns() times; returns their pks.
 
-    Each is a conditional transition that also requires the lease to be still expired, so a
+    A job whose worker died never finished: none of its writes were committed (they commit in
+    one transaction with its success, conditional on the lease being that worker's own). So it
+    goes back to `queued` with its lease cleared and its message sent again, and whichever worker
+    claims it runs it from the start; a worker that was only cut off, not dead, can no longer
+    commit, because the lease is no longer its own. Its commit therefore takes effect once.
+
+    Each step is a conditional transition that also requires the lease to be still expired, so a
     worker that renewed at the last moment keeps its job.
     """
     now = now or timezone.now()
     expired = Q(lease_expires_at__lt=now)
-    candidates: Iterable[tuple[int, str]] = RuntimeJob.objects.filter(
+    candidates: Iterable[tuple[int, str, int, int | None]] = RuntimeJob.objects.filter(
         expired, state__in=LEASED_STATES
-    ).values_list("pk", "state")
+    ).values_list("pk", "state", "reruns", "max_execution_ms")
     reaped = []
-    for pk, state in list(candidates):
+    for pk, state, reruns, max_execution_ms in list(candidates):
+        if state != S.COMMITTING and reruns < max_reruns():
+            changed = job_transition(
+                job_pk=pk,
+                from_state=state,
+                to_state=S.QUEUED,
+                lease_expired_before=now,
+                now=now,
+                lease_owner="",
+                lease_expires_at=None,
+                claimed_at=None,
+                started_at=None,
+                reruns=reruns + 1,
+                sent_at=now,
+            )
+            if changed:  # committed (the reaper runs in no transaction): send it now
+                send_run_job(job=RuntimeJob(pk=pk, max_execution_ms=max_execution_ms))
+                reaped.append(pk)
+            continue
         if job_transition(
             job_pk=pk,
             from_state=state,

@@ -26,3 +26,16 @@ if [ "${1:-}" = "--dev" ] && ! command -v chromium >/dev/null 2>&1; then
     echo "note: Debian's chromium is not installed; browser tests will skip (sudo apt-get install chromium)" >&2
   fi
 fi
+
+# The outage tests (tests/ops/test_outages.py) start throw-away Redis and PostgreSQL servers of
+# their own and restart them: they need the server binaries even where the services run elsewhere.
+if [ "${1:-}" = "--dev" ]; then
+  wanted=""
+  command -v redis-server >/dev/null 2>&1 || wanted="$wanted redis-server"
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || wanted="$wanted postgresql"
+  if [ -n "$wanted" ] && [ "$(id -u)" = "0" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $wanted >/dev/null
+  elif [ -n "$wanted" ]; then
+    echo "note:$wanted not installed; the outage tests will skip (sudo apt-get install$wanted)" >&2
+  fi
+fi

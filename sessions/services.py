@@ -81,12 +81,14 @@ def session_resolve(
         host_version=settings.COVEL_HOST_VERSION,
         excluded=set(session.excluded_plugins or []),
     )
+    before = (session.resolved_plugins, session.outcomes)
     session.resolved_plugins = list(resolution.active)
     session.outcomes = {
         pid: [o.as_dict() for o in outcomes] for pid, outcomes in resolution.outcomes.items()
     }
     _explain_broken(session.outcomes)
-    if save:
+    # Written only when it changed: a turn resolves every time, and mostly nothing moved.
+    if save and before != (session.resolved_plugins, session.outcomes):
         Session.objects.filter(pk=session.pk).update(
             resolved_plugins=session.resolved_plugins, outcomes=session.outcomes
         )

@@ -23,6 +23,9 @@ def create_trigram(apps, schema_editor):
         # The connection was opened before the extension existed: look again.
         cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
         connection.covel_trigram = cursor.fetchone() is not None
+    from catalogue.search import trigram_forget
+
+    trigram_forget()  # connections opened later in this process ask again
 
 
 class Migration(migrations.Migration):

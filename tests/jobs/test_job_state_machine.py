@@ -219,18 +219,32 @@ def test_a_job_of_an_ended_session_goes_stale_without_running(make_job, play_ses
     assert "after-the-end" not in "".join(read_lines(tmp_path / "out" / "runs.log"))
 
 
-def test_the_reaper_orphans_only_expired_leases(make_job):
+def test_the_reaper_hands_on_only_expired_leases_then_orphans(make_job, sent, settings):
+    settings.COVEL_JOB_MAX_RERUNS = 2
     expired = make_job("noop")
+    spent = make_job("noop", runtime_id="r4")
     fresh = make_job("noop", runtime_id="r2")
     queued = make_job("noop", runtime_id="r3")
+    sent.clear()
     past = timezone.now() - timedelta(seconds=5)
     _force(expired, S.RUNNING, lease_owner="dead:1", lease_expires_at=past)
+    _force(spent, S.CLAIMED, lease_owner="dead:1", lease_expires_at=past, reruns=2)
     _force(fresh, S.RUNNING, lease_owner="alive:1", lease_expires_at=timezone.now() + timedelta(30))
-    assert job_reap_orphans() == [expired.pk]
+    assert sorted(job_reap_orphans()) == sorted([expired.pk, spent.pk])
     expired.refresh_from_db()
-    assert (expired.state, expired.reason) == (S.ORPHANED, "lease-expired")
+    # Its worker died before it finished: it is queued again, unleased, and its message re-sent.
+    assert (expired.state, expired.reruns, expired.lease_owner) == (S.QUEUED, 1, "")
+    assert expired.lease_expires_at is None and expired.started_at is None
+    assert sent == [(expired.pk, None)]
+    # Handed on as often as allowed already: orphaned, and nothing sends it again.
+    spent.refresh_from_db()
+    assert (spent.state, spent.reason) == (S.ORPHANED, "lease-expired")
     assert RuntimeJob.objects.get(pk=fresh.pk).state == S.RUNNING
     assert RuntimeJob.objects.get(pk=queued.pk).state == S.QUEUED
+    # The re-sent job runs once, and the reaper leaves it alone from then on.
+    assert job_execute(job_pk=expired.pk, owner="w2:1") == "succeeded"
+    assert job_reap_orphans() == []
+    assert RuntimeJob.objects.get(pk=expired.pk).state == S.SUCCEEDED
 
 
 def test_settle_options_follow_the_spec_defaults_and_cap():
@@ -404,3 +418,26 @@ def test_a_lost_message_is_sent_again_with_a_growing_back_off(make_job, sent, se
     assert job_resend_lost(now=now + timedelta(days=1)) == []  # waiting is still behind it
     _force(lost, S.SUCCEEDED)
     assert job_resend_lost(now=now + timedelta(days=1)) == [waiting.pk]
+
+
+def test_a_message_the_broker_refused_is_sent_again_when_it_is_back(make_job, monkeypatch):
+    """Redis down when a turn's job is sent: the request does not fail (the turn committed),
+    the job stays queued, and the reaper's re-send delivers it once the broker answers."""
+    from celery import current_app
+    from kombu.exceptions import OperationalError
+
+    from jobs.services import job_resend_lost, send_run_job
+
+    task = current_app.tasks["jobs.run_job"]
+    job = make_job("noop")
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(task, "apply_async", refuse)
+    send_run_job(job=job)  # no exception reaches the caller
+    assert RuntimeJob.objects.get(pk=job.pk).state == S.QUEUED
+    delivered: list[list[int]] = []
+    monkeypatch.setattr(task, "apply_async", lambda args, **kwargs: delivered.append(args))
+    assert job_resend_lost(now=timezone.now() + timedelta(minutes=5)) == [job.pk]
+    assert delivered == [[job.pk]]
