@@ -24,14 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 
 # scripts/test.sh runs the suite twice (embedded, then PostgreSQL + Redis); the benches ignore
-# the suite's database either way, so they run in the embedded pass only.
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        bool(os.environ.get("DATABASE_URL")),
-        reason="the benches run once per suite run, in its embedded (SQLite) pass",
-    ),
-]
+# the suite's database either way, so test.sh leaves this file out of the second pass.
+pytestmark = [pytest.mark.slow]
 
 # bench file: (smallest arguments, a line its output must contain)
 SMALLEST = {
