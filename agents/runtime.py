@@ -281,30 +281,7 @@ class _Executor:
                 self.context.notify(notice)
             return ToolOutcome(True, {"notified": True})
         if binding.target == "create-form":
-            problem = form_problem(args, validators=self.manifest.contributes.get("forms") or ())
-            if problem:
-                return ToolOutcome(False, error=f"create-form {problem}")
-            # The id is the form's interactionId, unique in the session: a turn's forms carry
-            # its turn id, so the same runtime can ask again on a later turn.
-            turn = f"{self.context.turn_id}:" if self.context.turn_id else ""
-            form_id = f"{self.runtime.qualified_id}:{turn}{len(self.record.forms) + 1}"
-            form = {
-                "id": form_id,
-                "plugin": self.manifest.id,
-                "runtime": self.runtime.qualified_id,
-                **{k: v for k, v in args.items()},
-            }
-            self.record.forms.append(form)
-            if self.context.form is not None:
-                self.context.form(form)
-            return ToolOutcome(
-                True,
-                {
-                    "formId": form_id,
-                    "status": "pending",
-                    "note": "The player answers later; do not wait for it.",
-                },
-            )
+            return _create_form(self, args)
         return ToolOutcome(False, error=f"builtin tool {binding.target} is not available")
 
     def _emit_event(self, args: dict[str, Any]) -> ToolOutcome:
@@ -536,6 +513,34 @@ class _Executor:
                     False, error=f"{binding.spec.name}: the service's write was refused: {exc}"
                 )
         return ToolOutcome(True, result.output)
+
+
+def _create_form(run: _Executor, args: dict[str, Any]) -> ToolOutcome:
+    """The builtin create-form: checked against the package's forms, kept on the run's record."""
+    problem = form_problem(args, validators=run.manifest.contributes.get("forms") or ())
+    if problem:
+        return ToolOutcome(False, error=f"create-form {problem}")
+    # The id is the form's interactionId, unique in the session: a turn's forms carry
+    # its turn id, so the same runtime can ask again on a later turn.
+    turn = f"{run.context.turn_id}:" if run.context.turn_id else ""
+    form_id = f"{run.runtime.qualified_id}:{turn}{len(run.record.forms) + 1}"
+    form = {
+        "id": form_id,
+        "plugin": run.manifest.id,
+        "runtime": run.runtime.qualified_id,
+        **{k: v for k, v in args.items()},
+    }
+    run.record.forms.append(form)
+    if run.context.form is not None:
+        run.context.form(form)
+    return ToolOutcome(
+        True,
+        {
+            "formId": form_id,
+            "status": "pending",
+            "note": "The player answers later; do not wait for it.",
+        },
+    )
 
 
 def registered_tools_of(manifest: Manifest, callbacks: HostCallbacks) -> list[Mapping[str, Any]]:
