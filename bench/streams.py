@@ -414,17 +414,15 @@ def _bare_server_process(port: int, frame_ready: bytes) -> None:
             asyncio.run(_bare_server(port, frame_ready))
 
 
-def measure_floor(*, n: int, args) -> dict:
-    """The clients against a server that only writes: what the clients and kernel cost."""
-    import http.client
+def start_bare_server(args) -> tuple[multiprocessing.Process, int]:
+    """The floor's server process, listening (it writes the hub's own frame, so sizes match)."""
     import socket
 
-    from sessions.events import format_event  # the hub's own frame, so sizes match
+    from sessions.events import format_event
 
     frame = format_event(seq=0, type="bench.tick", payload={"k": 0}).encode()
-    context = multiprocessing.get_context("spawn")
     port = _free_port_near(args.port + 1)
-    server = context.Process(
+    server = multiprocessing.get_context("spawn").Process(
         target=_bare_server_process, args=(port, frame[len(b"id: 0") :]), daemon=True
     )
     server.start()
@@ -432,11 +430,18 @@ def measure_floor(*, n: int, args) -> dict:
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
+            return server, port
         except OSError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def measure_floor(*, n: int, args) -> dict:
+    """The clients against a server that only writes: what the clients and kernel cost."""
+    import http.client
+
+    server, port = start_bare_server(args)
     clients = Clients(min(args.clients, n), port, "/events", "-", n)
     result: dict = {"mode": "floor", "n": n}
     try:
@@ -713,26 +718,7 @@ def storm(*, n: int, sessions: list, turns_in: int, args, cookie: str, temp: Pat
 
 def storm_floor(*, n: int, args) -> dict:
     """The same storm against a bare asyncio SSE server (no Django, no database)."""
-    import socket
-
-    from sessions.events import format_event
-
-    frame = format_event(seq=0, type="bench.tick", payload={"k": 0}).encode()
-    context = multiprocessing.get_context("spawn")
-    port = args.port + 1
-    server = context.Process(
-        target=_bare_server_process, args=(port, frame[len(b"id: 0") :]), daemon=True
-    )
-    server.start()
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    server, port = start_bare_server(args)
     cpu0 = proc_stat(server.pid)[0]
     clients = StormClients(args.clients, port, [(0, "/events")] * n, "-")
     result: dict = {"mode": "storm-floor", "n": n}

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from catalogue.manifest.schema import hook_events
 from catalogue.manifest.types import Manifest, thaw
 from eventlog.services import event_append
 from pluginhost.errors import PluginHostError
@@ -42,26 +43,12 @@ log = logging.getLogger("covel.sessions.hooks")
 PHASES = ("pre", "normal", "post")
 # Covel's HOOK_SEMANTICS (hooks/types.ts). PreStep is in our spec but not in Covel's list: it is
 # a gate before each agent step, so it is sequential like the other Pre* gates.
-SEQUENTIAL = frozenset(
-    {
-        "TurnStart",
-        "PreCompaction",
-        "PreSchedule",
-        "PreRuntime",
-        "PostContextAssembly",
-        "PreStep",
-        "PreLLMCall",
-        "PostLLMResponse",
-        "PostRuntime",
-        "PreToolUse",
-        "PostToolUse",
-        "PreStateCommit",
-    }
-)
 PARALLEL = frozenset(
     {"SessionStart", "PostCompaction", "PostStateCommit", "TurnStop", "SessionEnd"}
 )
-EVENTS = SEQUENTIAL | PARALLEL
+# Every event the manifest schema lets a package declare; all but the parallel ones are gates.
+EVENTS = frozenset(hook_events())
+SEQUENTIAL = EVENTS - PARALLEL
 AGENT_EVENTS = (
     "PostContextAssembly",
     "PreStep",

@@ -53,6 +53,16 @@ def validators() -> Mapping[str, Validator]:
     }
 
 
+@lru_cache(maxsize=1)
+def hook_events() -> tuple[str, ...]:
+    """The lifecycle events a package may declare in contributes.hooks: the schema's own enum,
+    so the loader, plugin_migrate and the turn's hook dispatch name the same 17 events."""
+    from catalogue.schemas import PLUGIN_MANIFEST, load_schema
+
+    hooks = load_schema(PLUGIN_MANIFEST)["properties"]["contributes"]["properties"]["hooks"]
+    return tuple(hooks["items"]["oneOf"][0]["enum"])
+
+
 def validate(kind: str, instance: Any, *, file: str, base: str = "") -> list[Issue]:
     """Check instance against the named schema; base prefixes every path (e.g. "/runtime")."""
     validator = validators()[kind]

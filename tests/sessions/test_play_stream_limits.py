@@ -20,28 +20,12 @@ import stream_servers as servers
 import test_play_support as support
 from test_play_support import file_database, index_bundled, make_world  # noqa: F401
 
-from core import notify
 from sessions import stream_limits
-from sessions.services import session_create
 
+# Shared fixtures (tests/sessions/stream_servers.py).
+harbor_session, local_notify = servers.harbor_session, servers.local_notify
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PORTS = iter(range(8740, 8750))
-
-
-@pytest.fixture
-def local_notify(settings, tmp_path):
-    settings.COVEL_NOTIFY_BACKEND = "local"
-    settings.COVEL_NOTIFY_DIR = str(tmp_path / "notify")
-    notify.reset()
-    yield settings.COVEL_NOTIFY_DIR
-    notify.reset()
-
-
-@pytest.fixture
-def harbor_session(file_database, alice):  # noqa: F811
-    index_bundled("storyteller", "word-count")
-    world = make_world(owner=alice, plugins=["word-count"])
-    return session_create(owner=alice, world=world)
 
 
 def serve(tmp_path, notify_dir: str, **limits: int) -> servers.Server:

@@ -14,27 +14,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-EVENTS = frozenset(
-    {
-        "SessionStart",
-        "TurnStart",
-        "PreCompaction",
-        "PostCompaction",
-        "PreSchedule",
-        "PreRuntime",
-        "PostContextAssembly",
-        "PreStep",
-        "PreLLMCall",
-        "PostLLMResponse",
-        "PostRuntime",
-        "PreToolUse",
-        "PostToolUse",
-        "PreStateCommit",
-        "PostStateCommit",
-        "TurnStop",
-        "SessionEnd",
-    }
-)
+from catalogue.manifest.schema import hook_events
+
+# The lifecycle events a package may declare: the manifest schema's own enum.
+EVENTS = frozenset(hook_events())
 MAX_FILES = 200
 MAX_BYTES = 1024 * 1024
 SUFFIXES = ("", ".js", ".mjs", ".cjs", ".ts", ".mts")
