@@ -88,6 +88,10 @@ class Turn(models.Model):
     # [{runtime, package, stage, status, code, reason, output, ...}] in the order they ended.
     results = models.JSONField(default=list, blank=True)
     commit = models.JSONField(default=dict, blank=True)  # refusals, dropped, written keys
+    # What the turn's plugin-data writes replaced, [[plugin, namespace, key, value or null]]:
+    # undo and regenerate restore it (sessions/rewind.py). Never sent to players (the change
+    # events name keys only); bounded by the per-package quota.
+    undo = models.JSONField(default=list, blank=True)
     # The ui.render blocks its runtimes committed, in order: [{id, type, data, meta}] (Covel's
     # message blocks); the session page shows them as structured data, never as HTML.
     blocks = models.JSONField(default=list, blank=True)

@@ -84,35 +84,28 @@ def _start_seq(session: Session, turn: Turn) -> int:
     )
 
 
-def _values_before(session: Session, start: int) -> tuple[dict[tuple, Any], set[tuple]]:
-    """(the value of each key as of seq `start`, the keys written after it)."""
+def _values_before(later: list[Turn]) -> dict[tuple, Any]:
+    """The value each key had before the first of `later` (oldest first) wrote it: the undo log
+    of the earliest rewound turn that wrote the key (Turn.undo; the change events name keys
+    only, never values). An RPC action's immediate writes are not a turn's and stay."""
     before: dict[tuple, Any] = {}
-    touched: set[tuple] = set()
-    for seq, payload in (
-        SessionEvent.objects.filter(session=session, type="plugin-data.changed")
-        .order_by("seq")
-        .values_list("seq", "payload")
-    ):
-        for change in (payload or {}).get("changes") or []:
-            key = (change.get("plugin"), change.get("namespace"), change.get("key"))
-            if seq < start:
-                before[key] = None if change.get("deleted") else change.get("value")
-            else:
-                touched.add(key)
-    return before, touched
+    for turn in later:
+        for plugin, namespace, key, value in turn.undo or []:
+            before.setdefault((plugin, namespace, key), value)
+    return before
 
 
 def _rewind(session: Session, turn: Turn) -> dict[str, Any]:
-    start = _start_seq(session, turn)
-    before, touched = _values_before(session, start)
-    later = list(
-        Turn.objects.filter(session=session, created_at__gte=turn.created_at).values_list(
-            "pk", flat=True
-        )
+    _start_seq(session, turn)  # refuses a turn whose start is not in the log
+    rewound = list(
+        Turn.objects.filter(session=session, created_at__gte=turn.created_at).order_by("created_at")
     )
+    later = [t.pk for t in rewound]
+    before = _values_before(rewound)
     restored = []
-    for plugin, namespace, key in sorted(touched, key=lambda k: tuple(map(str, k))):
-        value = before.get((plugin, namespace, key))
+    for (plugin, namespace, key), value in sorted(
+        before.items(), key=lambda item: tuple(map(str, item[0]))
+    ):
         rows = PluginData.objects.filter(
             session=session, plugin_id=plugin, namespace=namespace, key=key
         )

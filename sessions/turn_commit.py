@@ -35,7 +35,15 @@ def turn_commit(state: TurnState, *, session_locked: bool = False) -> dict[str, 
         # and a stored value it moves is exactly what that turn's commit re-checks.
         if state.token is not None and session.lock_token != state.token:
             raise LeaseLost("this turn lost the session lock before it could commit")
-        outcome = state.overlay.commit(load_latest=state.stored, story=story)
+        # The commit reads the stored value of every key it writes; kept as the turn's undo log
+        # (Turn.undo, what sessions/rewind.py restores), so the log costs no read of its own.
+        replaced: dict[tuple[str, str, str], Any] = {}
+
+        def load_latest(plugin: str, namespace: str, key: str) -> Any:
+            replaced[(plugin, namespace, key)] = value = state.stored(plugin, namespace, key)
+            return value
+
+        outcome = state.overlay.commit(load_latest=load_latest, story=story)
         for dropped in outcome.dropped:
             result = state.results.get(dropped.runtime)
             if result is not None and not result.story:
@@ -44,6 +52,10 @@ def turn_commit(state: TurnState, *, session_locked: bool = False) -> dict[str, 
                 # The story stays (it already reached the player); only its writes are lost.
                 result.reason = f"its writes were not saved: {dropped.message}"
         store.plugin_data_write(outcome.values)
+        state.turn.undo = [
+            [*where, None if replaced.get(where, MISSING) is MISSING else replaced[where]]
+            for where in outcome.values
+        ]
         changes = [
             {
                 "plugin": plugin,

@@ -12,6 +12,7 @@ from catalogue.callouts import Callout, CalloutMissing
 def test_every_slot_is_registered_by_its_app_at_start_up():
     from approvals.selectors import approval_seen_hashes, packages_usability
     from approvals.services import approval_request_sync
+    from installs.selectors import catalogue_available, package_provenance
     from pluginhost.codecheck import package_code_checks
     from sources.manifest.loader import load_source_plugin
 
@@ -20,7 +21,9 @@ def test_every_slot_is_registered_by_its_app_at_start_up():
     assert callouts.packages_usability.get() is packages_usability
     assert callouts.package_code_checks.get() is package_code_checks
     assert callouts.source_plugin_loader.get() is load_source_plugin
-    assert len(callouts.ALL) == 5
+    assert callouts.package_provenance.get() is package_provenance
+    assert callouts.catalogue_available.get() is catalogue_available
+    assert len(callouts.ALL) == 7
 
 
 def test_the_job_runner_and_session_check_are_registered_by_sessions():

@@ -70,7 +70,7 @@ def test_prompt_segments_say_where_they_go_and_show_the_text_collapsed(client, b
         prompt,
     )
     runtime_prompt = re.search(
-        r'<details><summary><strong>rapport</strong>.*?</summary><pre class="prompt-body">(.*?)</pre>',
+        r'<details><summary><strong>rapport</strong>.*?</summary><pre tabindex="0" class="prompt-body">(.*?)</pre>',
         prompt,
         re.S,
     )
@@ -240,8 +240,8 @@ def test_hostile_text_is_escaped_in_every_new_section(client, add):
     for heading_id in (*SECTION_IDS, "contracts-h", "runtimes-h"):
         assert ESCAPED in section(page, heading_id), heading_id
     prompt = section(page, "prompt-h")
-    assert f'<pre class="prompt-body">&lt;/pre&gt;{ESCAPED}</pre>' in prompt
-    assert f'<pre class="prompt-body">Prompt &lt;/pre&gt;{ESCAPED}</pre>' in prompt
+    assert f'<pre tabindex="0" class="prompt-body">&lt;/pre&gt;{ESCAPED}</pre>' in prompt
+    assert f'<pre tabindex="0" class="prompt-body">Prompt &lt;/pre&gt;{ESCAPED}</pre>' in prompt
 
 
 def test_an_invalid_package_with_odd_values_still_renders(client, add):
