@@ -169,7 +169,7 @@ def test_a_keyboard_only_walk(viewport_page, live_server, main_pages):
     expect(menu).to_be_hidden()
     page.keyboard.type("help")
     page.keyboard.press("Enter")
-    expect(page.locator("#command-result .help-list")).to_contain_text("/roll <count>")
+    expect(page.locator("#command-result .help-list")).to_contain_text("/roll [notation]")
     # Shift+Enter is a new line, not a send.
     page.keyboard.type("one")
     page.keyboard.press("Shift+Enter")

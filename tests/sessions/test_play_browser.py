@@ -68,7 +68,10 @@ def test_a_player_creates_a_session_and_plays_two_turns(page, live_server, alice
     # A slash command answers in place.
     page.fill("#message", "/roll 2 d6")
     page.click("#send")
-    # ... rendered as field/value pairs, not raw JSON; the next action clears it.
+    # ... its message as text, the rest folded as field/value pairs, never raw JSON; the next
+    # action clears it.
+    expect(page.locator("#command-result p.message")).to_contain_text("2d6")
+    page.locator("#command-result details.command-data > summary").click()
     expect(page.locator("#command-result dl dt").first).to_be_visible()
     expect(page.locator("#command-result dl")).to_contain_text("dice")
     assert "{" not in page.inner_text("#command-result dl > dd:first-of-type")
