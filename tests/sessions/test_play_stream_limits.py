@@ -16,14 +16,15 @@ import statistics
 import time
 
 import pytest
+import stream_fixtures
 import stream_servers as servers
 import test_play_support as support
 from test_play_support import file_database, index_bundled, make_world  # noqa: F401
 
 from sessions import stream_limits
 
-# Shared fixtures (tests/sessions/stream_servers.py).
-harbor_session, local_notify = servers.harbor_session, servers.local_notify
+# Shared fixtures (tests/sessions/stream_fixtures.py).
+harbor_session, local_notify = stream_fixtures.harbor_session, stream_fixtures.local_notify
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PORTS = iter(range(8740, 8750))
 

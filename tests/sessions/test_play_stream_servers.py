@@ -12,14 +12,15 @@ import threading
 import time
 
 import pytest
+import stream_fixtures
 import stream_servers as servers
 import test_play_support as support
 from test_play_support import file_database, index_bundled, make_world, play  # noqa: F401
 
 from eventlog.models import SessionEvent
 
-# Shared fixtures (tests/sessions/stream_servers.py).
-harbor_session, local_notify = servers.harbor_session, servers.local_notify
+# Shared fixtures (tests/sessions/stream_fixtures.py).
+harbor_session, local_notify = stream_fixtures.harbor_session, stream_fixtures.local_notify
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PORTS = iter(range(8710, 8730))
 
