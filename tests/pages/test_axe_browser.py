@@ -122,7 +122,7 @@ def tab_to(page, selector: str, limit: int = 120) -> None:
         page.keyboard.press("Tab")
         if page.evaluate("(s) => document.activeElement?.matches(s) ?? false", selector):
             return
-    raise AssertionError(f"Tab never reached {selector}")
+    raise AssertionError(f"Tab never reached {selector} on {page.url}")
 
 
 def test_a_keyboard_only_walk(viewport_page, live_server, main_pages):
@@ -143,7 +143,10 @@ def test_a_keyboard_only_walk(viewport_page, live_server, main_pages):
     tab_to(page, 'article[data-package="dice"] h3 a')
     with page.expect_navigation():
         page.keyboard.press("Enter")
-    # A package page: one tab stop for the tabs, the arrow keys move between them.
+    # A package page: one tab stop for the tabs, the arrow keys move between them. (Wait for
+    # the page itself: the navigation's commit comes before its scripts set the tabs up.)
+    page.wait_for_load_state("load")
+    expect(page.locator("[role=tab][aria-selected=true]")).to_have_count(1)
     tab_to(page, "[role=tab][aria-selected=true]")
     page.keyboard.press("ArrowRight")
     assert page.evaluate("document.activeElement.id") == "tab-details"
