@@ -34,7 +34,38 @@ from sessions.selectors import plugin_data_usage
 MAX_MESSAGES_PAGE = 500
 
 
-class SessionCallbacks(PackageCapabilities):
+class RecursiveCalls:
+    """ctx.recursiveCall for callbacks that serve a turn (the database's and the offline cases'
+    memory ones alike): the turn's executor runs runtime_id of this package nested."""
+
+    on_recurse: Callable[..., dict[str, Any]] | None = None
+
+    def recursive_call(
+        self,
+        *,
+        package: str,
+        runtime: str | None,
+        runtime_id: str,
+        player_message: str | None,
+        payload: Any,
+        operations: list[dict[str, Any]],
+        proposals: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        if self.on_recurse is None:
+            raise CallbackRefused(
+                "recursiveCall runs only inside a function runtime of a turn",
+                code="recursive_call_unavailable",
+            )
+        return self.on_recurse(
+            runtime_id=runtime_id,
+            player_message=player_message,
+            payload=payload,
+            operations=operations,
+            proposals=proposals,
+        )
+
+
+class SessionCallbacks(RecursiveCalls, PackageCapabilities):
     def __init__(
         self,
         *,
@@ -171,33 +202,6 @@ class SessionCallbacks(PackageCapabilities):
             )
         except WriteRefused as exc:
             raise CallbackRefused(str(exc), code=exc.code) from None
-
-    # ------------------------------------------------------------------ nested calls
-
-    def recursive_call(
-        self,
-        *,
-        package: str,
-        runtime: str | None,
-        runtime_id: str,
-        player_message: str | None,
-        payload: Any,
-        operations: list[dict[str, Any]],
-        proposals: list[dict[str, Any]],
-    ) -> dict[str, Any]:
-        """ctx.recursiveCall: the executor runs runtime_id of this package nested."""
-        if self.on_recurse is None:
-            raise CallbackRefused(
-                "recursiveCall runs only inside a function runtime of a turn",
-                code="recursive_call_unavailable",
-            )
-        return self.on_recurse(
-            runtime_id=runtime_id,
-            player_message=player_message,
-            payload=payload,
-            operations=operations,
-            proposals=proposals,
-        )
 
     # ------------------------------------------------------------------ store
 

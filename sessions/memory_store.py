@@ -23,8 +23,8 @@ from typing import Any
 from agents.runtime import OverlayCallbacks
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 from pluginhost.callbacks import HostCallbacks
-from pluginhost.errors import CallbackRefused
 from sessions import hooks
+from sessions.callbacks import RecursiveCalls
 from sessions.models import Session, Turn
 from sessions.operations import MISSING, stored_size
 from sessions.turn_store import DeferredJob
@@ -34,36 +34,12 @@ MOCK_NOW = "2000-01-01T00:00:00+00:00"
 MOCK_WORLD = {"id": "mock-world", "name": "Mock world", "characters": []}
 
 
-class MemoryCallbacks(OverlayCallbacks):
+class MemoryCallbacks(RecursiveCalls, OverlayCallbacks):
     """OverlayCallbacks that also serve ctx.recursiveCall inside a function run."""
 
     def __init__(self, *, on_recurse: Callable[..., dict[str, Any]] | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.on_recurse = on_recurse
-
-    def recursive_call(
-        self,
-        *,
-        package: str,
-        runtime: str | None,
-        runtime_id: str,
-        player_message: str | None,
-        payload: Any,
-        operations: list[dict[str, Any]],
-        proposals: list[dict[str, Any]],
-    ) -> dict[str, Any]:
-        if self.on_recurse is None:
-            raise CallbackRefused(
-                "recursiveCall runs only inside a function runtime of a turn",
-                code="recursive_call_unavailable",
-            )
-        return self.on_recurse(
-            runtime_id=runtime_id,
-            player_message=player_message,
-            payload=payload,
-            operations=operations,
-            proposals=proposals,
-        )
 
 
 def setting_defaults(manifest: Manifest) -> dict[str, Any]:
