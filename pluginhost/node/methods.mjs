@@ -10,6 +10,23 @@ import { loadPackage, packageOf, packages } from "./registration.mjs";
 import { makeStore } from "./ctx_store.mjs";
 import { allowedTools, asToolError, checkSize, makeLogger, makePluginData, messagesOf, normaliseToolResult, recursiveCall, runTool, toolContext } from "./ctx.mjs";
 
+// What a function handler and its guard both read of the turn that runs them.
+function turnReadings(pkg, c) {
+  return {
+    playerMessage: c.playerMessage ?? "",
+    playerActions: c.playerActions ?? [],
+    manualPayload: c.manualPayload,
+    // {topic, data, payload, source} of the event that woke an event-triggered runtime.
+    triggerEvent: c.triggerEvent ?? undefined,
+    inputs: c.inputs ?? {},
+    world: c.world ?? null,
+    userSettings: c.userSettings ?? {},
+    locale: c.locale ?? null,
+    messages: messagesOf(pkg, c),
+    logicalTurn: c.logicalTurn,
+  };
+}
+
 export const calls = new Map(); // python call id -> call state
 
 export function newCall(message, params) {
@@ -103,17 +120,7 @@ export const methods = {
       turnId: c.turnId ?? null,
       pluginId: pkg.id,
       runtimeId: runtime.id,
-      playerMessage: c.playerMessage ?? "",
-      playerActions: c.playerActions ?? [],
-      manualPayload: c.manualPayload,
-      // {topic, data, payload, source} of the event that woke an event-triggered runtime.
-      triggerEvent: c.triggerEvent ?? undefined,
-      inputs: c.inputs ?? {},
-      world: c.world ?? null,
-      userSettings: c.userSettings ?? {},
-      locale: c.locale ?? null,
-      messages: messagesOf(pkg, c),
-      logicalTurn: c.logicalTurn,
+      ...turnReadings(pkg, c),
       recursionDepth: c.recursionDepth ?? 0,
       recursiveCall: (request) => recursiveCall(call, c, request),
       execution: { sourceTurnId: c.sourceTurnId ?? null },
@@ -167,17 +174,7 @@ export const methods = {
       sessionId: c.sessionId ?? null,
       pluginId: pkg.id,
       runtimeId: runtime.id,
-      playerMessage: c.playerMessage ?? "",
-      playerActions: c.playerActions ?? [],
-      manualPayload: c.manualPayload,
-      // {topic, data, payload, source} of the event that woke an event-triggered runtime.
-      triggerEvent: c.triggerEvent ?? undefined,
-      inputs: c.inputs ?? {},
-      world: c.world ?? null,
-      userSettings: c.userSettings ?? {},
-      locale: c.locale ?? null,
-      messages: messagesOf(pkg, c),
-      logicalTurn: c.logicalTurn,
+      ...turnReadings(pkg, c),
       store: makeStore(call),
       signal: call.controller.signal,
       logger: makeLogger(call),
