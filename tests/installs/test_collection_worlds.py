@@ -249,3 +249,24 @@ def test_a_player_may_not_install_a_collection_with_worlds(hub_dirs, client, ali
     client.force_login(alice)
     assert zip_collection(client, kit_files()).status_code == 403
     assert not World.objects.exists()
+
+
+def test_the_add_page_previews_a_world_and_a_job_installs_it_alone(
+    hub_dirs, staff, kit, django_capture_on_commit_callbacks
+):
+    from installs.jobs import job_run
+    from installs.models import InstallJob
+
+    server, remote = kit
+    page = staff.post("/installs/add/", {"what": "link", "url": remote}).content.decode()
+    assert "Install the world <code>harbor</code>" in page and "Wants packages" in page
+    world_token = page.split('name="token" value="')[2].split('"', 1)[0]
+    with django_capture_on_commit_callbacks(execute=False):
+        response = staff.post("/installs/add/confirm", {"token": world_token, "accept_risk": "yes"})
+    assert response.status_code == 302
+    done = job_run(job_id=InstallJob.objects.get().pk)
+    assert done.state == "done", done.error
+    assert done.result["installed"] == [{"kind": "world", "id": "harbor"}]
+    assert World.objects.filter(world_id="harbor").exists() and not Package.objects.exists()
+    job_page = staff.get(f"/installs/jobs/{done.pk}/").content.decode()
+    assert 'href="/worlds/harbor/"' in job_page and "the world harbor" in job_page
