@@ -139,6 +139,9 @@ def test_the_entry_speaks_the_page_language_when_the_directory_translates_it(cli
     chinese = client.get("/api/packages", HTTP_ACCEPT_LANGUAGE="zh-hans").json()["items"][0]
     assert english["displayName"] == "Lantern" and chinese["displayName"] == "灯笼"
     assert chinese["description"] == "照明"
+    page = client.get("/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "灯笼" in page and "0 个已安装，1 个可安装" in page and "已安装和可安装" in page
+    assert "available to install" not in page
 
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
