@@ -12,7 +12,7 @@ from catalogue.api_schemas import (
     PackageListQuery,
     TagCountOut,
 )
-from catalogue.available import catalogue_page
+from catalogue.available import available_entry, catalogue_page
 from catalogue.selectors import (
     DEFAULT_PAGE_SIZE,
     PackageFilters,
@@ -61,6 +61,11 @@ def list_packages(request: HttpRequest, filters: Query[PackageListQuery]) -> dic
 def get_package(request: HttpRequest, package_id: str) -> dict:
     package = package_get(package_id=package_id)
     if package is None:
+        if available_entry(package_id=package_id) is not None:
+            raise NotFound(
+                f"No package with id {package_id!r} is installed; the community directory offers "
+                "it (GET /api/packages?availability=available lists it, staff install it)."
+            )
         raise NotFound(f"No package with id {package_id!r} is installed.")
     return package_card(package)
 

@@ -116,6 +116,8 @@ def test_an_available_entry_has_a_detail_page_and_staff_get_the_install_button(
     # An id both installed and listed shows the installed package, not the entry.
     assert "The directory&#x27;s dice." not in client.get("/packages/dice/").content.decode()
     assert client.get("/packages/nowhere/").status_code == 404
+    card = client.get("/api/packages/lantern")
+    assert card.status_code == 404 and "the community directory offers it" in card.json()["message"]
     client.force_login(alice)
     assert "Install…" not in client.get("/").content.decode()
     client.force_login(bob)

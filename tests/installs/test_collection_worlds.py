@@ -270,3 +270,24 @@ def test_the_add_page_previews_a_world_and_a_job_installs_it_alone(
     assert World.objects.filter(world_id="harbor").exists() and not Package.objects.exists()
     job_page = staff.get(f"/installs/jobs/{done.pk}/").content.decode()
     assert 'href="/worlds/harbor/"' in job_page and "the world harbor" in job_page
+
+
+def test_a_world_staging_folder_left_by_a_killed_process_is_swept_by_the_next_install(
+    hub_dirs, staff
+):
+    import subprocess
+
+    from installs.services import STAGING_PREFIX
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid is free now: the process that staged the world is gone
+    worlds = hub_dirs.parent / "installed-worlds"
+    left = worlds / f"{STAGING_PREFIX}{dead.pid}-abcd1234" / "harbor"
+    left.mkdir(parents=True)
+    (left / "world.yaml").write_bytes(b"id: harbor\n")
+    mine = worlds / f"{STAGING_PREFIX}{os.getpid()}-live0000"  # a live process is still at it
+    mine.mkdir()
+    response = zip_collection(staff, kit_files())
+    assert response.status_code == 201, response.content
+    assert sorted(p.name for p in worlds.iterdir()) == sorted(["harbor", mine.name])
+    assert World.objects.get(world_id="harbor").state == World.State.LOADED
