@@ -15,6 +15,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.db.models import Count, QuerySet, Sum
 
+from approvals.models import ApprovalRequest, PermissionScope
+from approvals.selectors import versions_in_force
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
@@ -74,24 +76,49 @@ def installed_manifests() -> dict[str, Manifest]:
     come from the cache.
     """
     found: dict[str, Manifest] = {}
-    for package_id, source_dir, content_hash in _loaded_package_rows():
+    rows = _loaded_package_rows()
+    waiting = [package_id for package_id, _dir, _hash, wait in rows if wait]
+    # A community package whose current version waits for staff runs the approved version
+    # it ran before, from the snapshot approvals kept of it: sessions switch on the first turn
+    # after staff approve the new one (approvals/store.py).
+    kept = versions_in_force(package_ids=waiting) if waiting else {}
+    for package_id, source_dir, content_hash, _wait in rows:
+        if package_id in kept:
+            source_dir = kept[package_id]
+            content_hash = Path(source_dir).parent.name  # the folder is named by the version
         manifest = _manifest(package_id, source_dir, content_hash)
         if manifest is not None and manifest.id == package_id:
             found[manifest.id] = manifest
     return found
 
 
-def _loaded_package_rows() -> list[tuple[str, str, str]]:
+def _loaded_package_rows() -> list[tuple[str, str, str, bool]]:
+    """(id, folder, content hash, waits for staff) of every package that loads; "waits" is a
+    community package whose current approval request is pending or denied (rare: asked about
+    only then, in approvals.selectors.versions_in_force)."""
     # Plain SQL (core/sql.py): every job asks, and compiling the query costs more than running it.
-    packages = Table(Package)
+    packages = Table(Package, alias="p")
+    scopes, requests = Table(PermissionScope, alias="s"), Table(ApprovalRequest, alias="r")
     col = packages.col
+    waits = (
+        f"EXISTS (SELECT 1 FROM {scopes} JOIN {requests} ON {requests.col('id')} = "
+        f"{scopes.col('request')} WHERE {scopes.col('package_key')} = {col('package_id')} "
+        f"AND {requests.col('state')} IN (%s, %s))"
+    )
     sql = (
-        f"SELECT {col('package_id')}, {col('source_dir')}, {col('content_hash')} "
+        f"SELECT {col('package_id')}, {col('source_dir')}, {col('content_hash')}, {waits} "
         f"FROM {packages} WHERE {col('state')} = %s"
     )
+    params = [
+        ApprovalRequest.State.PENDING.value,
+        ApprovalRequest.State.DENIED.value,
+        Package.State.LOADED.value,
+    ]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [Package.State.LOADED.value])
-        return cursor.fetchall()
+        cursor.execute(sql, params)
+        return [
+            (pid, folder, digest, bool(wait)) for pid, folder, digest, wait in cursor.fetchall()
+        ]
 
 
 def core_package_ids() -> list[str]:
