@@ -250,7 +250,10 @@ def approval_is_current(*, request: ApprovalRequest) -> bool:
 
 
 def approval_view(
-    *, request: ApprovalRequest, code_errors: Mapping[str, str] | None = None
+    *,
+    request: ApprovalRequest,
+    code_errors: Mapping[str, str] | None = None,
+    standing: Mapping[str, ApprovalRequest] | None = None,
 ) -> dict[str, Any]:
     """Everything a page or API response shows about one request.
 
@@ -259,12 +262,20 @@ def approval_view(
     """
     if code_errors is None:
         code_errors = _code_errors([request.package_key])
+    is_current = approval_is_current(request=request)
+    in_force = None
+    if is_current and request.state in (State.PENDING, State.DENIED):
+        # Sessions still run this earlier approval: staff may stop it (revoke).
+        if standing is None:
+            standing = _standing_approvals([request.package_key])
+        in_force = standing.get(request.package_key)
     return {
         "request": request,
         "asks": describe(request.permissions),
         "diff": diff(request.permissions, request.baseline_permissions),
         "has_baseline": request.baseline_permissions is not None,
-        "is_current": approval_is_current(request=request),
+        "is_current": is_current,
+        "in_force": in_force,
         # Staff cannot approve code that does not load (approval_decide refuses it).
         "code_error": code_errors.get(request.package_key),
     }
@@ -274,7 +285,28 @@ def approval_views(*, requests: Iterable[ApprovalRequest]) -> list[dict[str, Any
     """approval_view for a list, with the code states in one query."""
     requests = list(requests)
     errors = _code_errors([r.package_key for r in requests])
-    return [approval_view(request=r, code_errors=errors) for r in requests]
+    waiting = [r.package_key for r in requests if r.state in (State.PENDING, State.DENIED)]
+    standing = _standing_approvals(waiting)
+    return [approval_view(request=r, code_errors=errors, standing=standing) for r in requests]
+
+
+def _standing_approvals(package_keys: list[str]) -> dict[str, ApprovalRequest]:
+    """package id -> its newest approval that no revoke came after, in one query (a list page
+    costs the same for 10 or 1000 requests)."""
+    found: dict[str, ApprovalRequest] = {}
+    if not package_keys:
+        return found
+    decided = ApprovalRequest.objects.filter(
+        package_key__in=set(package_keys), state__in=[State.APPROVED, State.REVOKED]
+    ).order_by("package_key", "-id")
+    seen: set[str] = set()
+    for request in decided:
+        if request.package_key in seen:
+            continue
+        seen.add(request.package_key)
+        if request.state == State.APPROVED:
+            found[request.package_key] = request
+    return found
 
 
 def _code_errors(package_ids: list[str]) -> dict[str, str]:

@@ -32,6 +32,28 @@ def lantern(version: str, value: str, *, actions: str = "[which]", more: str = "
     return {f"plugins/lantern/{k}": v for k, v in files.items()}
 
 
+def a_job(session, *, version: str):  # noqa: ANN001, ANN201
+    from django.utils import timezone
+
+    from jobs.models import RuntimeJob
+
+    now = timezone.now()
+    return RuntimeJob.objects.create(
+        session=session,
+        plugin_id="lantern",
+        runtime_id="lantern",
+        package_version=version,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def job_session_check(job, *, lock_session: bool):  # noqa: ANN001, ANN201
+    from sessions.job_checks import job_session_check as check
+
+    return check(job, lock_session=lock_session)
+
+
 def post(client: Client, url: str, body: dict):  # noqa: ANN201
     return client.post(url, json.dumps(body), content_type="application/json")
 
@@ -89,6 +111,11 @@ def test_a_running_session_keeps_its_version_until_staff_approve_the_update(
     update = approval_current(package_key="lantern")
     assert update.version == "1.1.0" and update.state == "pending"
     assert approval_in_force(package_key="lantern").pk == first.pk
+    # Staff see which version sessions keep, and may stop it too (revoke).
+    for url in (f"/approvals/{update.pk}/", "/approvals/"):
+        page = staff.get(url).content.decode()
+        assert f"Sessions keep running version 1.0.0 (request #{first.pk})" in page, url
+        assert 'value="revoke"' in page, url
 
     # ... while the session goes on with 1.0.0: its code and its manifest.
     for _ in range(2):
@@ -97,8 +124,14 @@ def test_a_running_session_keeps_its_version_until_staff_approve_the_update(
         assert kept.json()["value"] == "v1.0.0"
     unknown = call(player, session, "extra")
     assert unknown.status_code == 404 and unknown.json()["code"] == "unknown_action"
+    # A job the session started on 1.0.0 goes on too (it runs the kept version) ...
+    job = a_job(session, version="1.0.0")
+    assert job_session_check(job, lock_session=False) == (None, False)
 
     approval_decide(request_id=update.pk, decision="allow", actor=bob)
+    # ... and ends once staff approve 1.1.0: the version it started with no longer runs.
+    stale, _locked = job_session_check(job, lock_session=False)
+    assert stale is not None and stale.reason == "version-changed", stale
     switched = call(player, session, "which")
     assert switched.status_code == 200, switched.content
     assert switched.json()["value"] == "v1.1.0"
