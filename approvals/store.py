@@ -44,7 +44,7 @@ STORE_FOLDER = "approved"
 VERSIONS_FOLDER = "approved-versions"
 # A snapshot that could not be made (the folder no longer matches the version): when it was
 # tried, so a load every 2 s does not re-hash the package each time.
-_SNAPSHOT_TRIED: dict[str, float] = {}
+_SNAPSHOT_TRIED: dict[tuple[str, str, str], float] = {}
 SNAPSHOT_RETRY_SECONDS = 60.0
 _DISK_CODE: dict[str, tuple[Any, list[tuple[str, str | None]]]] = {}
 _LOCK = threading.Lock()
@@ -86,10 +86,11 @@ def version_snapshot(
     found = version_snapshot_dir(package_id=package_id, content_hash=content_hash)
     if found is not None or not content_hash:
         return found
-    tried = _SNAPSHOT_TRIED.get(content_hash)
+    root = versions_root()
+    attempt = (str(root), package_id, content_hash)
+    tried = _SNAPSHOT_TRIED.get(attempt)
     if tried is not None and time.monotonic() - tried < SNAPSHOT_RETRY_SECONDS:
         return None
-    root = versions_root()
     root.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(prefix=".incoming-", dir=root))
     try:
@@ -108,20 +109,21 @@ def version_snapshot(
                 content_hash[:12],
                 package_id,
             )
-            _SNAPSHOT_TRIED[content_hash] = time.monotonic()
+            _SNAPSHOT_TRIED[attempt] = time.monotonic()
             shutil.rmtree(temporary, ignore_errors=True)
             return None
         _read_only(temporary)
-        final = root / content_hash
+        # Named by the version's hash, then by the id (two packages may hold the same files).
+        (root / content_hash).mkdir(exist_ok=True)
         try:
-            os.rename(temporary, final)
+            os.rename(folder, root / content_hash / package_id)
         except OSError:
             if version_snapshot_dir(package_id=package_id, content_hash=content_hash) is None:
-                raise
-            _remove(temporary)
+                raise  # not another worker that got there first
+        _remove(temporary)
     except (FileRefused, OSError) as exc:
         log.warning("version %s of %s is not kept: %s", content_hash[:12], package_id, exc)
-        _SNAPSHOT_TRIED[content_hash] = time.monotonic()
+        _SNAPSHOT_TRIED[attempt] = time.monotonic()
         _remove(temporary)
         return None
     except BaseException:

@@ -219,3 +219,39 @@ def test_copies_no_approval_refers_to_are_removed(checkout, alice, bob, monkeypa
     assert sorted(removed) == sorted([stale.name, abandoned.name])
     assert copies() == {kept, young.name}
     assert rpc(session) == "v1-approved"
+
+
+def test_kept_versions_no_approval_refers_to_are_removed(checkout, alice, bob, monkeypatch):
+    from approvals.store import versions_root
+    from pluginhost import services as host_services
+
+    monkeypatch.setattr(host_services, "_KEY_TTL", 0.0)
+    sync()
+    first = approve_current(bob)
+    session = a_session(alice)
+    assert rpc(session) == "v1-approved"
+    kept = versions_root() / first.content_hash
+    assert (kept / "linked" / "PLUGIN.md").read_text() == PLUGIN_MD
+    # Read-only: the hub never changes a kept version.
+    assert not os.access(kept / "linked" / "server" / "value.js", os.W_OK) or os.geteuid() == 0
+    assert (kept / "linked" / "server" / "value.js").stat().st_mode & 0o222 == 0
+
+    (checkout / "server" / "value.js").write_text('export const value = "v2";\n')
+    assert rpc(session) == "v1-approved"
+    sync()  # staff's sync: the catalogue row and the request now name the new files' hash
+    second = approval_current(package_key="linked")
+    assert second.state == "pending" and second.content_hash != first.content_hash
+    assert rpc(session) == "v1-approved"
+    hour_ago = time.time() - 7200
+    os.utime(kept, (hour_ago, hour_ago))
+    # While the change waits, the kept version is the newest approval's: it stays.
+    assert approved_copies_prune() == []
+    os.utime(kept)  # young again: the prune that the approval's new copy runs leaves it
+    approval_decide(request_id=second.pk, decision="allow", actor=bob)
+    assert rpc(session) == "v2"
+    os.utime(kept, (hour_ago, hour_ago))
+    removed = approved_copies_prune()
+    assert f"approved-versions/{first.content_hash}" in removed
+    assert not kept.exists()
+    assert (versions_root() / second.content_hash / "linked").is_dir()
+    assert rpc(session) == "v2"
