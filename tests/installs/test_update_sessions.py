@@ -124,6 +124,10 @@ def test_a_running_session_keeps_its_version_until_staff_approve_the_update(
         assert kept.json()["value"] == "v1.0.0"
     unknown = call(player, session, "extra")
     assert unknown.status_code == 404 and unknown.json()["code"] == "unknown_action"
+    # A new session may add it too, at the version that runs.
+    page = player.get("/sessions/new/?world=quay").content.decode()
+    assert "<code>lantern@1.0.0</code>" in page
+    assert 'value="lantern" checked' in page, page[page.index("lantern@") - 400 :][:600]
     # A job the session started on 1.0.0 goes on too (it runs the kept version) ...
     job = a_job(session, version="1.0.0")
     assert job_session_check(job, lock_session=False) == (None, False)
