@@ -78,7 +78,11 @@ def approval_gate(manifest: Manifest) -> None:
             f"{manifest.id} is community code and this hub has no approvals to allow it",
             code="plugin_not_approved",
         ) from exc
-    verdict = package_usability(package_id=manifest.id, version=manifest.version)
+    verdict = package_usability(
+        package_id=manifest.id, version=manifest.version, path=manifest.path
+    )
+    if not verdict.usable and _runs_last_approval(manifest):
+        return
     if not verdict.usable:
         raise PluginLoadError(
             f"{manifest.id}@{manifest.version} is community code that staff have not approved, "
@@ -86,6 +90,18 @@ def approval_gate(manifest: Manifest) -> None:
             code="plugin_not_approved",
             details={"state": verdict.state},
         )
+
+
+def _runs_last_approval(manifest: Manifest) -> bool:
+    """A change to the package folder found during this turn (its manifest was resolved before):
+    the folder now waits for staff, and code_root hands the host the copy of the approval that
+    still stands, never the folder's files. The next turn resolves that approved version."""
+    from approvals.selectors import approval_in_force
+    from approvals.store import snapshot_hash
+
+    if snapshot_hash(manifest.path) is not None:
+        return False  # a kept version is judged by its own approval (package_usability)
+    return approval_in_force(package_key=manifest.id) is not None
 
 
 class HostPool:
