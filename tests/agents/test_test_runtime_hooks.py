@@ -77,9 +77,7 @@ def _write(root: Path, cases: list[dict[str, Any]]) -> Path:
         "description": "The warden test package.",
         "contributes": {
             "hooks": ["TurnStart", "PreRuntime", "PostRuntime", "PreStateCommit"],
-            "settings": [
-                {"key": "strict", "type": "toggle", "label": "Strict", "default": False}
-            ],
+            "settings": [{"key": "strict", "type": "toggle", "label": "Strict", "default": False}],
         },
     }
     (folder / "server").mkdir(parents=True)
@@ -115,8 +113,8 @@ def test_an_offline_case_runs_the_packages_lifecycle_hooks(tmp_path: Path):
     assert strict["pluginData"] == {}
     # TurnStart's abort: no runtime ran, and the case says why.
     assert shout["runtimeResults"] == []
-    assert "no runtime ran: TurnStart hook of warden aborted the turn: no shouting" in (
-        shout["notes"]
+    assert (
+        "no runtime ran: TurnStart hook of warden aborted the turn: no shouting" in shout["notes"]
     )
 
 
@@ -127,6 +125,8 @@ def test_a_case_that_ignores_a_hooks_veto_fails(tmp_path: Path):
     code, report, _ = run_command(str(_write(tmp_path, cases)))
     assert code == 1
     failures = {c["name"]: c["result"].get("failures", []) for c in report["cases"]}
-    assert any("runtime hum ended skipped, expected success" in f for f in failures[cases[0]["name"]])
+    assert any(
+        "runtime hum ended skipped, expected success" in f for f in failures[cases[0]["name"]]
+    )
     assert failures[cases[1]["name"]] == []
     assert any("runtime sing did not run" in f for f in failures[cases[2]["name"]])
