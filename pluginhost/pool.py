@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,11 +37,34 @@ def _setting(name: str, default: Any) -> Any:
     return getattr(settings, name, default)
 
 
+# Folders with their symlinks followed, for a few seconds: every plugin call (several a turn,
+# one a job) asks for its package's trust, and resolving a path costs a system call or more per
+# component. A folder re-pointed on disk takes this long to be seen, like a package's files
+# (services._load_key); changing what the bundled folder holds needs the server's own disk.
+RESOLVE_TTL_SECONDS = 2.0
+_RESOLVED: dict[tuple[str, str], tuple[float, Path]] = {}
+
+
+def resolved(path: str | Path) -> Path:
+    """Path(path).resolve(), remembered for RESOLVE_TTL_SECONDS."""
+    text = str(path)
+    key = (text, "" if os.path.isabs(text) else os.getcwd())
+    now = time.monotonic()
+    hit = _RESOLVED.get(key)
+    if hit is not None and now - hit[0] < RESOLVE_TTL_SECONDS:
+        return hit[1]
+    found = Path(text).resolve()
+    if len(_RESOLVED) > 4096:  # many throw-away folders (tests): start afresh
+        _RESOLVED.clear()
+    _RESOLVED[key] = (now, found)
+    return found
+
+
 def folder_trust(path: str | Path) -> str:
     """ "bundled" for a folder inside the bundled plugins folder (after symlinks), else
     "community": trust comes from where a package is found, as the catalogue records it."""
-    bundled = Path(_setting("COVEL_BUNDLED_PLUGINS_DIR", "plugins")).resolve()
-    folder = Path(path).resolve()
+    bundled = resolved(_setting("COVEL_BUNDLED_PLUGINS_DIR", "plugins"))
+    folder = resolved(path)
     return "bundled" if folder == bundled or bundled in folder.parents else "community"
 
 
