@@ -40,12 +40,19 @@ def package_usability(*, package_id: str, version: str | None = None) -> Usabili
 def packages_usability(*, package_ids: Iterable[str]) -> dict[str, Usability]:
     """package_usability for many packages in two queries (for the resolver's turn)."""
     wanted = list(dict.fromkeys(package_ids))
-    rows = {p.package_id: p for p in Package.objects.filter(package_id__in=wanted)}
+    # Only the columns the verdict reads (the manifest only when a scope is stale, rarely):
+    # the sync asks this for every unchanged package.
+    rows = {
+        p.package_id: p
+        for p in Package.objects.filter(package_id__in=wanted).only(
+            "package_id", "version", "state", "trust", "content_hash", "source_dir"
+        )
+    }
     scopes = {
         s.package_key: s
-        for s in PermissionScope.objects.select_related("request").filter(
-            package_key__in=list(rows)
-        )
+        for s in PermissionScope.objects.select_related("request")
+        .filter(package_key__in=list(rows))
+        .only("package_key", "content_hash", "request__state", "request__version")
     }
     return {pid: _usability(pid, rows.get(pid), scopes.get(pid), None) for pid in wanted}
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from catalogue import callouts
 from catalogue.locales import package_translations, search_words
-from catalogue.manifest.loader import rules_version
+from catalogue.manifest.loader import package_stats, rules_version
 from catalogue.manifest.rules import is_package_id
 from catalogue.manifest.types import Issue, LoadResult, thaw
 from catalogue.models import (
@@ -497,6 +497,7 @@ def package_index(
     content_hash: str,
     host_version: str,
     shadowed: list[dict[str, str]] | None = None,
+    file_stats: list[list[Any]] | None = None,
 ) -> Package:
     """Store one loader verdict: upsert the package row, then rebuild its child rows in bulk."""
     rows = _rows_from(result)
@@ -516,6 +517,7 @@ def package_index(
             "trust": trust,
             "source_dir": str(result.path)[:1000],
             "content_hash": content_hash,
+            "file_stats": file_stats or [],
             "host_version": host_version,
             "rules_version": rules_version(),
             "shadowed": shadowed or [],
@@ -624,15 +626,15 @@ def package_candidates(*, folders: list[PluginFolder]) -> list[tuple[Path, str]]
     return found
 
 
-def _load_package(path: Path, host_version: str) -> LoadResult:
+def _load_package(path: Path, host_version: str, content_hash: str = "") -> LoadResult:
     from catalogue.manifest.loader import load_package
 
-    return load_package(path, host_version=host_version)
+    return load_package(path, host_version=host_version, content_hash=content_hash)
 
 
-def _load(path: Path, host_version: str) -> LoadResult:
+def _load(path: Path, host_version: str, content_hash: str = "") -> LoadResult:
     try:
-        return _load_package(path, host_version)
+        return _load_package(path, host_version, content_hash)
     except Exception as exc:  # a loader bug on one package must not stop the others
         log.exception("the loader failed on %s", path)
         return LoadResult(
@@ -714,6 +716,7 @@ def _packages_sync(
             "shadowed",
             "trust",
             "code_checked",
+            "file_stats",
         ).annotate(
             # A row indexed before a column was added (body NULL) lacks data its hash cannot
             # tell: treat it as changed, once.
@@ -725,23 +728,39 @@ def _packages_sync(
     sources: dict[str, str] = {}  # folder -> Package.Source, for the shadowing note
     versions: dict[str, str] = {}  # folder of an ignored copy -> the version it declares
     kept: set[int] = set()
-    pending: list[tuple[str, Path, str, str, LoadResult | None, Package | None]] = []
+    pending: list[
+        tuple[str, Path, str, str, list[list[Any]], LoadResult | None, Package | None]
+    ] = []
 
+    stats_seen: dict[int, list[list[Any]]] = {}  # row pk -> fresh stats of an unchanged package
+    rules = rules_version()
     for number, (path, source) in enumerate(candidates, start=1):
         if progress:
             progress(number, len(candidates), path.name)
-        content_hash = package_content_hash(path=path)
         row = existing.get(str(path))
-        unchanged = (
+        known = (
             not force
             and row is not None
-            and row.content_hash == content_hash
             and row.host_version == host_version
-            and row.rules_version == rules_version()
+            and row.rules_version == rules
             and row.source == source
             and not row.stale
         )
-        result = None if unchanged else _load(path, host_version)
+        stats = package_stats(path)
+        content_hash = ""
+        if known and stats and stats == row.file_stats:
+            unchanged = True  # every file's size and times as last seen: no byte is read
+            content_hash = row.content_hash
+        elif known:
+            content_hash = package_content_hash(path=path)
+            unchanged = row.content_hash == content_hash
+            if unchanged and stats != row.file_stats:
+                stats_seen[row.pk] = stats  # touched, not changed: only the stats are new
+        else:
+            unchanged = False
+        result = None if unchanged else _load(path, host_version, content_hash)
+        if result is not None:
+            content_hash = result.content_hash or content_hash or package_content_hash(path=path)
         package_id = row.package_id if unchanged else package_id_of(result)
         sources[str(path)] = source
         if package_id in claimed:
@@ -749,7 +768,9 @@ def _packages_sync(
             versions[str(path)] = _declared_version(result)
             continue
         claimed[package_id] = path
-        pending.append((package_id, path, source, content_hash, result, row if unchanged else None))
+        pending.append(
+            (package_id, path, source, content_hash, stats, result, row if unchanged else None)
+        )
 
     shadowed: dict[str, list[dict[str, str]]] = {}
     for package_id, ignored, kept_dir in summary.duplicates:
@@ -765,10 +786,12 @@ def _packages_sync(
 
     scopes = _approval_scope_hashes()
     checks: list[tuple[Package, Any]] = []  # (row, its Manifest or None) for the code check
-    for package_id, path, source, content_hash, result, row in pending:
+    for package_id, path, source, content_hash, stats, result, row in pending:
         if row is not None:
             summary.unchanged.append(package_id)
             kept.add(row.pk)
+            if row.pk in stats_seen:
+                Package.objects.filter(pk=row.pk).update(file_stats=stats_seen[row.pk])
             if row.source != Package.Source.BUNDLED and scopes.get(package_id) != content_hash:
                 # Indexed, but approvals never saw these files (a sync from before one package
                 # transaction, or a crash): record what it asks for now rather than leave it
@@ -794,6 +817,7 @@ def _packages_sync(
                     content_hash=content_hash,
                     host_version=host_version,
                     shadowed=shadowed.get(package_id),
+                    file_stats=stats,
                 )
                 if package.trust == Package.Trust.COMMUNITY:
                     _request_approval(package)
@@ -839,11 +863,14 @@ def _packages_sync(
             )
         )
 
-    gone = Package.objects.exclude(pk__in=kept)
-    summary.removed = sorted(gone.values_list("package_id", flat=True))
+    # The rows no folder claimed, found in memory: a NOT IN over every kept row would pass one
+    # parameter per package (PostgreSQL takes at most 65,535).
+    gone = [row for row in existing.values() if row.pk not in kept]
+    summary.removed = sorted(row.package_id for row in gone)
     if summary.removed:
         try:
-            gone.delete()
+            with transaction.atomic():
+                Package.objects.filter(pk__in=[row.pk for row in gone]).delete()
         except (ProtectedError, RestrictedError):  # another app still needs a removed row
             log.exception("could not remove %s", ", ".join(summary.removed))
             summary.removed = []
@@ -918,13 +945,15 @@ def package_sync_one(*, path: Path, source: str = Package.Source.COMMUNITY) -> P
     that no other folder claims the id (a full sync's precedence rule)."""
     host_version = settings.COVEL_HOST_VERSION
     with sync_lock():
+        stats = package_stats(path)  # before any read: a file changed meanwhile shows next time
         result = _load(path, host_version)
         with transaction.atomic():
             package = package_index(
                 result=result,
                 source=source,
-                content_hash=package_content_hash(path=path),
+                content_hash=result.content_hash or package_content_hash(path=path),
                 host_version=host_version,
+                file_stats=stats,
             )
             if package.trust == Package.Trust.COMMUNITY:
                 _request_approval(package)

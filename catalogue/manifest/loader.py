@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import stat
+import time
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -49,8 +50,14 @@ _VALUE_CODES = {
 }
 
 
-def load_package(path: str | os.PathLike[str], *, host_version: str = HOST_VERSION) -> LoadResult:
-    """Validate the package folder at path. Always returns a LoadResult."""
+def load_package(
+    path: str | os.PathLike[str], *, host_version: str = HOST_VERSION, content_hash: str = ""
+) -> LoadResult:
+    """Validate the package folder at path. Always returns a LoadResult.
+
+    content_hash: the caller's package_hash of the same folder (the sync hashed it to learn
+    that it changed), so the files are not read twice; computed here when not given.
+    """
     root = Path(os.path.abspath(path))
     folder = root.name
     loader = _Loader(root, host_version)
@@ -68,10 +75,11 @@ def load_package(path: str | os.PathLike[str], *, host_version: str = HOST_VERSI
             )
         )
         manifest = None
-    try:
-        content_hash = package_hash(root) if root.is_dir() else ""
-    except OSError:
-        content_hash = ""
+    if not content_hash:
+        try:
+            content_hash = package_hash(root) if root.is_dir() else ""
+        except OSError:
+            content_hash = ""
     ctx = loader.ctx
     raw = loader.raw
     written_id = raw.get("id") if isinstance(raw, dict) else None
@@ -93,6 +101,57 @@ def rules_version() -> str:
     return code_fingerprint(here, here.parent / "schemas")
 
 
+def _package_entries(root: Path) -> list[tuple[str, str]]:
+    """(package-relative path, full path) of what the content hash covers, sorted: every file
+    and every linked folder, node_modules and .git skipped, links never followed. (os.walk's
+    walk, written with scandir and plain strings: an unchanged sync does this for every
+    package, so it is kept to the syscalls.)"""
+    found: list[tuple[str, str]] = []
+    folders = [(os.fspath(root), "")]
+    while folders:
+        folder, prefix = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # as os.walk: an unreadable folder is left out
+        for entry in entries:
+            relative = prefix + entry.name
+            if entry.is_dir():
+                if entry.name in _HASH_SKIP:
+                    continue
+                if entry.is_symlink():
+                    found.append((relative, entry.path))
+                else:
+                    folders.append((entry.path, relative + "/"))
+            else:
+                found.append((relative, entry.path))
+    return sorted(found)
+
+
+# A file changed this close to the moment its stats were taken may change again within the
+# clock's granularity without a visible difference ("racily clean", as git calls it): such
+# stats are not kept, so the next sync hashes that package rather than trust them.
+RACY_NS = 2_000_000_000
+
+
+def package_stats(root: Path, *, now_ns: int | None = None) -> list[list[Any]]:
+    """[[path, size, mtime_ns, ctime_ns, inode], ...] of the files package_hash covers, from
+    lstat alone (no file is opened). Equal stats mean equal content for the sync: an edit
+    changes the size or the times, a replaced file the inode, and ctime cannot be set back
+    the way mtime can. [] when a file is too fresh to trust (RACY_NS) or the folder is gone."""
+    limit = (time.time_ns() if now_ns is None else now_ns) - RACY_NS
+    stats: list[list[Any]] = []
+    try:
+        for relative, full in _package_entries(root):
+            info = os.lstat(full)
+            if info.st_mtime_ns > limit or info.st_ctime_ns > limit:
+                return []
+            stats.append([relative, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino])
+    except OSError:
+        return []
+    return stats
+
+
 def package_hash(root: Path) -> str:
     """sha256 over the sorted package-relative paths and their bytes (node_modules/.git skipped).
 
@@ -102,17 +161,7 @@ def package_hash(root: Path) -> str:
     """
     digest = hashlib.sha256()
     budget = package_files.MAX_PACKAGE_BYTES
-    found: list[tuple[str, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _HASH_SKIP)
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            found.append((Path(os.path.relpath(full, root)).as_posix(), full))
-        for name in dirnames:
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full):
-                found.append((Path(os.path.relpath(full, root)).as_posix(), full))
-    for relative, full in sorted(found):
+    for relative, full in _package_entries(root):
         info = os.lstat(full)
         digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
         if stat.S_ISLNK(info.st_mode):
