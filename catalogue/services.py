@@ -454,11 +454,6 @@ def _rows_from(result: LoadResult) -> _Rows:
     return rows
 
 
-def _bulk(model: type, package: Package, items: Iterable[dict[str, Any]]) -> list:
-    objs = [model(package=package, position=i, **item) for i, item in enumerate(items)]
-    return model.objects.bulk_create(objs) if objs else []
-
-
 def _contract_rows(contract_ids: set[str]) -> dict[str, Contract]:
     existing = {c.contract_id: c for c in Contract.objects.filter(contract_id__in=contract_ids)}
     missing = [Contract(contract_id=c) for c in contract_ids - existing.keys()]
@@ -490,6 +485,40 @@ def _keep_replaced_version(*, package_id: str, version: str) -> None:
     )
 
 
+def _package_fields(
+    *,
+    result: LoadResult,
+    source: str,
+    content_hash: str,
+    host_version: str,
+    shadowed: list[dict[str, str]] | None,
+    file_stats: list[list[Any]] | None,
+) -> _Rows:
+    """The rows of one loader verdict, with every column of the package row in rows.fields."""
+    rows = _rows_from(result)
+    translations = package_translations(Path(result.path)) if result.ok else {}
+    rows.fields["translations"] = json_safe(translations)
+    if translations:
+        # Found by their names in every language, CJK included (substring match, no spaces).
+        extra = " ".join(search_words(translations)).casefold()
+        rows.fields["search_text"] = f"{rows.fields['search_text']} {_no_nul(extra)}"
+    trust = Package.Trust.BUNDLED if source == Package.Source.BUNDLED else Package.Trust.COMMUNITY
+    rows.fields.update(
+        {
+            "source": source,
+            "trust": trust,
+            "source_dir": str(result.path)[:1000],
+            "content_hash": content_hash,
+            "file_stats": file_stats or [],
+            "host_version": host_version,
+            "rules_version": rules_version(),
+            "shadowed": shadowed or [],
+            "indexed_at": timezone.now(),
+        }
+    )
+    return rows
+
+
 def package_index(
     *,
     result: LoadResult,
@@ -500,69 +529,138 @@ def package_index(
     file_stats: list[list[Any]] | None = None,
 ) -> Package:
     """Store one loader verdict: upsert the package row, then rebuild its child rows in bulk."""
-    rows = _rows_from(result)
-    translations = package_translations(Path(result.path)) if result.ok else {}
-    rows.fields["translations"] = json_safe(translations)
-    if translations:
-        # Found by their names in every language, CJK included (substring match, no spaces).
-        extra = " ".join(search_words(translations)).casefold()
-        rows.fields["search_text"] = f"{rows.fields['search_text']} {_no_nul(extra)}"
-    trust = Package.Trust.BUNDLED if source == Package.Source.BUNDLED else Package.Trust.COMMUNITY
+    rows = _package_fields(
+        result=result,
+        source=source,
+        content_hash=content_hash,
+        host_version=host_version,
+        shadowed=shadowed,
+        file_stats=file_stats,
+    )
     _keep_replaced_version(package_id=rows.fields["package_id"], version=rows.fields["version"])
+    fields = dict(rows.fields)
     package, created = Package.objects.update_or_create(
-        package_id=rows.fields["package_id"],
-        defaults={
-            **rows.fields,
-            "source": source,
-            "trust": trust,
-            "source_dir": str(result.path)[:1000],
-            "content_hash": content_hash,
-            "file_stats": file_stats or [],
-            "host_version": host_version,
-            "rules_version": rules_version(),
-            "shadowed": shadowed or [],
-            "indexed_at": timezone.now(),
-        },
+        package_id=fields.pop("package_id"), defaults=fields
     )
     # Children are cheap to rebuild and never edited in place, so replace them wholesale.
     children = (PackageTag, PackageContract, ExternalLink, Runtime, Command, Setting, *rows.simple)
     for model in children if not created else ():
         model.objects.filter(package=package).delete()
+    _children_create([(package, rows)])
+    return package
 
-    _bulk(PackageTag, package, ({"tag": t, "derived": d} for t, d in rows.tags))
-    contracts = _contract_rows({c for c, _, _ in rows.contracts})
-    _bulk(
-        PackageContract,
-        package,
-        ({"contract": contracts[c], "relation": r, "is_default": d} for c, r, d in rows.contracts),
-    )
-    _bulk(ExternalLink, package, ({"kind": k, "label": lb, "url": u} for k, lb, u in rows.links))
-    runtimes = {r.runtime_id: r for r in _bulk(Runtime, package, rows.runtimes)}
-    if rows.http and runtimes and any(r.pk is None for r in runtimes.values()):
-        runtimes = {r.runtime_id: r for r in Runtime.objects.filter(package=package)}
-    _bulk(
-        HttpPermission,
-        package,
-        (
-            {"runtime": runtimes.get(rid) if rid else None, "origin": o, "methods": m}
-            for rid, o, m in rows.http
+
+def packages_index_new(items: list[tuple[LoadResult, dict[str, Any]]]) -> list[Package]:
+    """Store many loader verdicts of packages that have no row yet (a first sync): every
+    package row in one INSERT, then each kind of child row in one INSERT for all of them.
+    items: (result, the package_index keywords but result). The caller holds the transaction."""
+    built = [_package_fields(result=result, **kwargs) for result, kwargs in items]
+    packages = Package.objects.bulk_create([Package(**rows.fields) for rows in built])
+    if any(p.pk is None for p in packages):  # a database that returns no ids from a bulk insert
+        ids = dict(
+            Package.objects.filter(package_id__in=[p.package_id for p in packages]).values_list(
+                "package_id", "pk"
+            )
+        )
+        for package in packages:
+            package.pk = ids[package.package_id]
+    _children_create(list(zip(packages, built, strict=True)))
+    return packages
+
+
+def _children_create(indexed: list[tuple[Package, _Rows]]) -> None:
+    """Every child row of the given packages, one bulk INSERT per kind."""
+
+    def bulk(model: type, objs: list) -> list:
+        return model.objects.bulk_create(objs, batch_size=500) if objs else []
+
+    def numbered(model: type, items: Iterable[tuple[Package, Iterable[dict[str, Any]]]]) -> list:
+        return [
+            model(package=package, position=i, **item)
+            for package, rows in items
+            for i, item in enumerate(rows)
+        ]
+
+    bulk(
+        PackageTag,
+        numbered(
+            PackageTag, ((p, [{"tag": t, "derived": d} for t, d in r.tags]) for p, r in indexed)
         ),
     )
-    for model, items in rows.simple.items():
-        _bulk(model, package, items)
-    commands = _bulk(Command, package, (c for c, _ in rows.commands))
-    CommandArgument.objects.bulk_create(
-        CommandArgument(command=command, position=i, **arg)
-        for command, (_, args) in zip(commands, rows.commands, strict=True)
-        for i, arg in enumerate(args)
+    contracts = _contract_rows({c for _, r in indexed for c, _, _ in r.contracts})
+    bulk(
+        PackageContract,
+        numbered(
+            PackageContract,
+            (
+                (
+                    p,
+                    [
+                        {"contract": contracts[c], "relation": rel, "is_default": d}
+                        for c, rel, d in r.contracts
+                    ],
+                )
+                for p, r in indexed
+            ),
+        ),
     )
-    settings_rows = _bulk(Setting, package, (s for s, _ in rows.settings))
-    SettingOption.objects.bulk_create(
-        SettingOption(setting=setting, position=i, **opt)
-        for setting, (_, opts) in zip(settings_rows, rows.settings, strict=True)
-        for i, opt in enumerate(opts)
+    bulk(
+        ExternalLink,
+        numbered(
+            ExternalLink,
+            ((p, [{"kind": k, "label": lb, "url": u} for k, lb, u in r.links]) for p, r in indexed),
+        ),
     )
-    return package
+    runtimes = bulk(Runtime, numbered(Runtime, ((p, r.runtimes) for p, r in indexed)))
+    if any(r.pk is None for r in runtimes) and any(r.http for _, r in indexed):
+        runtimes = list(Runtime.objects.filter(package__in=[p for p, _ in indexed]))
+    by_runtime = {(r.package_id, r.runtime_id): r for r in runtimes}
+    bulk(
+        HttpPermission,
+        numbered(
+            HttpPermission,
+            (
+                (
+                    p,
+                    [
+                        {
+                            "runtime": by_runtime.get((p.pk, rid)) if rid else None,
+                            "origin": o,
+                            "methods": m,
+                        }
+                        for rid, o, m in r.http
+                    ],
+                )
+                for p, r in indexed
+            ),
+        ),
+    )
+    for model in dict.fromkeys(m for _, r in indexed for m in r.simple):
+        bulk(model, numbered(model, ((p, r.simple.get(model, [])) for p, r in indexed)))
+    commands = bulk(
+        Command, numbered(Command, ((p, [c for c, _ in r.commands]) for p, r in indexed))
+    )
+    arguments = [args for _, r in indexed for _, args in r.commands]
+    bulk(
+        CommandArgument,
+        [
+            CommandArgument(command=command, position=i, **arg)
+            for command, args in zip(commands, arguments, strict=True)
+            for i, arg in enumerate(args)
+        ],
+    )
+    settings_rows = bulk(
+        Setting, numbered(Setting, ((p, [st for st, _ in r.settings]) for p, r in indexed))
+    )
+    options = [opts for _, r in indexed for _, opts in r.settings]
+    bulk(
+        SettingOption,
+        [
+            SettingOption(setting=setting, position=i, **opt)
+            for setting, opts in zip(settings_rows, options, strict=True)
+            for i, opt in enumerate(opts)
+        ],
+    )
 
 
 # --- Sync -----------------------------------------------------------------------------------
@@ -786,6 +884,12 @@ def _packages_sync(
 
     scopes = _approval_scope_hashes()
     checks: list[tuple[Package, Any]] = []  # (row, its Manifest or None) for the code check
+    known_ids = {row.package_id for row in existing.values()}
+    batched = _index_new_in_batches(
+        [item for item in pending if item[6] is None and item[0] not in known_ids],
+        host_version=host_version,
+        shadowed=shadowed,
+    )
     for package_id, path, source, content_hash, stats, result, row in pending:
         if row is not None:
             summary.unchanged.append(package_id)
@@ -808,19 +912,17 @@ def _packages_sync(
             if row.state == Package.State.ERROR:
                 summary.invalid.append((package_id, row.errors))
             continue
+        package = batched.get(package_id)
         try:
-            # The package's rows and its approval request commit together or not at all.
-            with transaction.atomic():
-                package = package_index(
-                    result=result,
+            if package is None:  # not indexed with a batch of new packages
+                package = _index_one(
+                    result,
                     source=source,
                     content_hash=content_hash,
                     host_version=host_version,
                     shadowed=shadowed.get(package_id),
                     file_stats=stats,
                 )
-                if package.trust == Package.Trust.COMMUNITY:
-                    _request_approval(package)
         except Exception as exc:  # one package's rows must never stop the others
             log.exception("could not index %s", path)
             previous = existing.get(str(path))
@@ -875,6 +977,59 @@ def _packages_sync(
             log.exception("could not remove %s", ", ".join(summary.removed))
             summary.removed = []
     return summary
+
+
+def _index_one(result: LoadResult, **kwargs: Any) -> Package:
+    # The package's rows and its approval request commit together or not at all.
+    with transaction.atomic():
+        package = package_index(result=result, **kwargs)
+        if package.trust == Package.Trust.COMMUNITY:
+            _request_approval(package)
+    return package
+
+
+# New packages indexed together: one INSERT per table for this many (a first sync of a large
+# community directory), each batch with its approval requests in one transaction.
+INDEX_BATCH = 250
+
+
+def _index_new_in_batches(
+    items: list[tuple[str, Path, str, str, list[list[Any]], Any, Any]],
+    *,
+    host_version: str,
+    shadowed: dict[str, list[dict[str, str]]],
+) -> dict[str, Package]:
+    """package id -> its new row, for the packages a batch indexed. A batch that fails is
+    rolled back whole and its packages are left to the one-at-a-time path, which tells which
+    package failed and why."""
+    indexed: dict[str, Package] = {}
+    for start in range(0, len(items), INDEX_BATCH):
+        batch = items[start : start + INDEX_BATCH]
+        try:
+            with transaction.atomic():
+                packages = packages_index_new(
+                    [
+                        (
+                            result,
+                            {
+                                "source": source,
+                                "content_hash": content_hash,
+                                "host_version": host_version,
+                                "shadowed": shadowed.get(package_id),
+                                "file_stats": stats,
+                            },
+                        )
+                        for package_id, _, source, content_hash, stats, result, _ in batch
+                    ]
+                )
+                for package in packages:
+                    if package.trust == Package.Trust.COMMUNITY:
+                        _request_approval(package)
+        except Exception:
+            log.exception("a batch of %d new packages failed; indexing them one by one", len(batch))
+            continue
+        indexed.update((p.package_id, p) for p in packages)
+    return indexed
 
 
 def _code_checks(checks: list[tuple[Package, Any]]) -> None:

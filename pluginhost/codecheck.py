@@ -237,17 +237,25 @@ def _code_key(package: Package) -> str:
 
 
 def package_code_check(
-    *, package: Package, manifest: Any = None, host: Any = None, checker: Any = None
+    *,
+    package: Package,
+    manifest: Any = None,
+    host: Any = None,
+    checker: Any = None,
+    judged: tuple[bool, str] | None = None,
+    save: bool = True,
 ) -> Package:
     """Set the package's code state: does its code load?
 
     Bundled and approved code is imported in a Node host, so `loaded`
     means loaded; community code not approved yet is only parsed, every file the entry and
     the handlers reach (it never runs before staff approve it): `needs-approval` when that
-    passes, `code-error` with the message when it does not.
+    passes, `code-error` with the message when it does not. judged: (may its code run, the
+    approval state) when the caller learnt them in bulk; save=False leaves the row's update
+    to the caller (a sync writes them in bulk).
     """
     state, error = Package.CodeState.NONE, ""
-    may_run, judged = _code_may_run(package)
+    may_run, judged_as = judged or _code_may_run(package)
     if package.state == Package.State.LOADED:
         if manifest is None:
             manifest = load_package(
@@ -272,46 +280,64 @@ def package_code_check(
             log.exception("the code check failed on %s", package.package_id)
             state, error = Package.CodeState.CODE_ERROR, f"the code check failed: {exc}"
     package.code_state, package.code_error = state, error
-    package.code_checked = f"{package.content_hash}:{judged}"
-    Package.objects.filter(pk=package.pk).update(
-        code_state=state, code_error=error, code_checked=package.code_checked
-    )
+    package.code_checked = f"{package.content_hash}:{judged_as}"
+    if save:
+        Package.objects.filter(pk=package.pk).update(
+            code_state=state, code_error=error, code_checked=package.code_checked
+        )
     return package
 
 
-def _judged_in_bulk(packages: list[Package]) -> dict[int, str]:
-    """pk -> the approval state each package's code would be judged under, in two queries for
-    all of them (an unchanged sync of 10,000 packages must not ask once per package)."""
+def _judged_in_bulk(packages: list[Package]) -> dict[int, tuple[bool, str]]:
+    """pk -> (may its code run, the approval state it is judged under), in two queries per
+    2,000 packages (a sync of 10,000 packages must not ask once per package)."""
     from approvals.selectors import packages_usability
 
     community = [p.package_id for p in packages if p.trust != Package.Trust.BUNDLED]
     usability = {}
     for start in range(0, len(community), 2000):  # a bounded IN list on any database
         usability.update(packages_usability(package_ids=community[start : start + 2000]))
-    return {
-        p.pk: "bundled" if p.trust == Package.Trust.BUNDLED else usability[p.package_id].state
-        for p in packages
-    }
+    judged = {}
+    for p in packages:
+        if p.trust == Package.Trust.BUNDLED:
+            judged[p.pk] = (True, "bundled")
+        else:
+            judged[p.pk] = (usability[p.package_id].usable, usability[p.package_id].state)
+    return judged
 
 
 def package_code_checks(checks: list[tuple[Package, Any]], *, force: bool = False) -> None:
     """The code check of each package the sync indexed (catalogue.callouts.package_code_checks),
-    sharing one Node host for the real loads and one static checker for the parses. An unchanged row (no manifest given) whose
-    verdict is current for its files and approval state is skipped."""
+    sharing one Node host for the real loads and one static checker for the parses, the
+    approval states read and the verdicts written in bulk. An unchanged row (no manifest
+    given) whose verdict is current for its files and approval state is skipped."""
     host = None
-    judged = {} if force else _judged_in_bulk([p for p, m in checks if m is None])
+    judged = _judged_in_bulk([p for p, _ in checks])
+    checked: list[Package] = []
     with StaticChecker() as checker:  # its process starts with the first community package
         try:
             for package, manifest in checks:
                 if (
                     not force
                     and manifest is None
-                    and package.code_checked == f"{package.content_hash}:{judged[package.pk]}"
+                    and package.code_checked == f"{package.content_hash}:{judged[package.pk][1]}"
                 ):
                     continue
                 if package.trust == Package.Trust.BUNDLED and host is None:
                     host = NodeHost(grace=1.0)
-                package_code_check(package=package, manifest=manifest, host=host, checker=checker)
+                checked.append(
+                    package_code_check(
+                        package=package,
+                        manifest=manifest,
+                        host=host,
+                        checker=checker,
+                        judged=judged[package.pk],
+                        save=False,
+                    )
+                )
         finally:
             if host is not None:
                 host.stop()
+            Package.objects.bulk_update(
+                checked, ["code_state", "code_error", "code_checked"], batch_size=500
+            )
