@@ -22,7 +22,7 @@ from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q,
 from django.utils import timezone
 
 from catalogue import callouts
-from catalogue.locales import package_translations, search_words
+from catalogue.locales import search_words
 from catalogue.manifest.loader import package_stats, rules_version
 from catalogue.manifest.rules import is_package_id
 from catalogue.manifest.types import Issue, LoadResult, thaw
@@ -496,7 +496,8 @@ def _package_fields(
 ) -> _Rows:
     """The rows of one loader verdict, with every column of the package row in rows.fields."""
     rows = _rows_from(result)
-    translations = package_translations(Path(result.path)) if result.ok else {}
+    # Read by the loader with the locale files it checked; never read again here.
+    translations = thaw(result.manifest.translations) if result.ok else {}
     rows.fields["translations"] = json_safe(translations)
     if translations:
         # Found by their names in every language, CJK included (substring match, no spaces).

@@ -7,10 +7,12 @@ of them are collected in one pass. See docs/loader.md for the rules and their co
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -37,6 +39,7 @@ LOCALE = r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*"
 _PLUGIN_VARIANT = re.compile(rf"^PLUGIN\.({LOCALE})\.md$")
 _RUNTIME_VARIANT = re.compile(rf"^RUNTIME\.({LOCALE})\.md$")
 _LOCALE_FILE = re.compile(rf"^({LOCALE})\.(?:ya?ml|json)$")
+_MESSAGES_FILE = re.compile(rf"^({LOCALE})\.messages\.json$")
 _HASH_SKIP = {"node_modules", ".git"}
 # Schema findings that a more specific rule reports at the same place (or just below it).
 _VALUE_CODES = {
@@ -197,6 +200,11 @@ class _Loader:
         self.merged = False
         self.locales: list[str] = []
         self.instruction_locales: list[str] = []
+        # The catalogue's text per locale, as read here (locale files, then PLUGIN.<locale>.md),
+        # and locales/<locale>.messages.json: carried on the Manifest, never read again.
+        self.texts_from_files: dict[str, dict[str, str]] = {}
+        self.texts_from_variants: dict[str, dict[str, str]] = {}
+        self.messages: dict[str, dict[str, str] | None] = {}
 
     # ------------------------------------------------------------ reading files
 
@@ -374,14 +382,39 @@ class _Loader:
                     continue
                 relative = f"{LOCALES_DIR}/{entry.name}"
                 self.current_file = relative
-                check_locale_file(
+                data = check_locale_file(
                     self.ctx,
                     self.root,
                     relative,
                     reader_issues=self.reader_issues,
                     schema_issues=self.schema_issues,
                 )
+                if texts := _catalogue_texts((data or {}).get(PLUGIN_FILE)):
+                    self.texts_from_files.setdefault(match.group(1), {}).update(texts)
                 self.add_locale(match.group(1), instructions=False)
+            self.collect_messages(locales_dir)
+
+    def collect_messages(self, locales_dir: Path) -> None:
+        """locales/<locale>.messages.json: the code's texts. Not part of the verdict (a broken
+        file only translates nothing), read once here for the sessions that show them."""
+        for entry in sorted(locales_dir.iterdir()):
+            match = _MESSAGES_FILE.match(entry.name)
+            if not match:
+                continue
+            try:
+                raw = (
+                    package_files.read_bytes(entry, limit=MAX_FILE_BYTES)
+                    if entry.is_file()
+                    else b""
+                )
+                data = json.loads(raw.decode("utf-8")) if raw else None
+            except (OSError, ValueError, package_files.FileRefused):
+                self.messages[match.group(1)] = None
+                continue
+            if isinstance(data, dict):
+                self.messages[match.group(1)] = {
+                    str(k): v for k, v in data.items() if isinstance(v, str)
+                }
 
     def scan_variants(self, rel_dir: str, pattern: re.Pattern[str], kind: str) -> None:
         folder = self.root / rel_dir if rel_dir else self.root
@@ -398,6 +431,12 @@ class _Loader:
                 self.schema_issues.extend(schema.validate(kind, data, file=relative))
                 if kind == "locale":
                     rules.check_locale(self.ctx, data, file=relative)
+            if kind == "locale":
+                texts = _catalogue_texts(data)
+                if parsed.body.strip():
+                    texts["body"] = parsed.body.strip()
+                if texts:
+                    self.texts_from_variants.setdefault(match.group(1), {}).update(texts)
             self.add_locale(match.group(1), instructions=bool(parsed.body.strip()))
 
     def add_locale(self, locale: str, *, instructions: bool) -> None:
@@ -465,4 +504,25 @@ class _Loader:
             runtimes=runtimes,
             locales=tuple(self.locales),
             languages=MappingProxyType({"text": tuple(text), "instructions": tuple(instructions)}),
+            translations=freeze(self.translations()),
+            messages=freeze(self.messages),
         )
+
+    def translations(self) -> dict[str, dict[str, str]]:
+        """The catalogue's text per locale: a PLUGIN.<locale>.md says it over its locale file."""
+        found: dict[str, dict[str, str]] = {}
+        for texts in (self.texts_from_files, self.texts_from_variants):
+            for locale, fields in texts.items():
+                found.setdefault(locale, {}).update(fields)
+        return found
+
+
+def _catalogue_texts(data: Any) -> dict[str, str]:
+    """The name and description a locale gives the catalogue (non-empty strings, stripped)."""
+    if not isinstance(data, Mapping):
+        return {}
+    return {
+        k: v.strip()
+        for k in ("displayName", "description")
+        if isinstance(v := data.get(k), str) and v.strip()
+    }

@@ -26,8 +26,9 @@ def check_locale_file(
     *,
     reader_issues: list[Issue],
     schema_issues: list[Issue],
-) -> None:
-    """locales/<locale>.yaml|json: translated text per manifest file, parsed as safely as frontmatter."""
+) -> dict | None:
+    """locales/<locale>.yaml|json: translated text per manifest file, parsed as safely as
+    frontmatter. Returns the parsed mapping (the loader keeps its text), None when unusable."""
     full = os.path.join(root, *relative.split("/"))
     real = os.path.realpath(full)
     if not real.startswith(ctx.real_root + os.sep):
@@ -37,7 +38,7 @@ def check_locale_file(
             "path-escapes",
             f"{relative} leads outside the package through a symbolic link",
         )
-        return
+        return None
     try:
         with open(full, "rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)
@@ -45,26 +46,26 @@ def check_locale_file(
         ctx.error(
             relative, "", "file-unreadable", f"{relative} cannot be read: {exc.strerror or exc}"
         )
-        return
+        return None
     if len(raw) > MAX_FILE_BYTES:
         ctx.error(
             relative, "", "file-too-large", f"{relative} is larger than {MAX_FILE_BYTES} bytes"
         )
-        return
+        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         ctx.error(relative, "", "not-utf8", f"the file is not valid UTF-8 (byte {exc.start})")
-        return
+        return None
     issues: list[Issue] = []
     # JSON is YAML, so one safe parser reads both.
     data = parse_yaml(text.removeprefix("\ufeff"), relative, issues)
     reader_issues.extend(issues)
     if data is None:
-        return
+        return None
     if not isinstance(data, dict):
         ctx.error(relative, "", "frontmatter-not-mapping", "a locale file must be a mapping")
-        return
+        return None
     # One section per manifest file, holding that file's translated text.
     runtime_files = {rt.file for rt in ctx.runtimes if rt.file != PLUGIN_FILE}
     for section, texts in data.items():
@@ -86,3 +87,4 @@ def check_locale_file(
                 f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md) "
                 "nor the messages section",
             )
+    return data
