@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,10 @@ from django.test.utils import CaptureQueriesContext
 
 from catalogue import services
 from catalogue.manifest import loader
+from catalogue.manifest.types import thaw
 from catalogue.models import Package, PackageTag, Setting, SettingOption
 from catalogue.services import packages_sync
+from sessions.selectors import package_messages
 
 pytestmark = pytest.mark.django_db
 
@@ -211,3 +214,31 @@ def test_many_new_packages_are_inserted_in_batches(real_plugin_dirs, settled, mo
     forced = packages_sync(force=True)  # every row exists: the one-at-a-time path
     assert len(forced.indexed) == 25
     assert children() == batched
+
+
+def test_the_loader_carries_the_locale_texts_and_the_index_reads_them_once(real_plugin_dirs):
+    folder = write(real_plugin_dirs.community, 0)
+    (folder / "locales").mkdir()
+    (folder / "locales" / "fr.yaml").write_text(
+        "PLUGIN.md:\n  displayName: Aide 0\n  description: Garde la trace.\n"
+    )
+    (folder / "PLUGIN.de.md").write_text("---\ndisplayName: Helfer 0\n---\nNotizen.\n")
+    (folder / "locales" / "fr.messages.json").write_text('{"Level": "Niveau", "n": 3}')
+    (folder / "locales" / "es.messages.json").write_text("{not json")
+    result = loader.load_package(folder)
+    assert result.ok, result.errors
+    assert thaw(result.manifest.translations) == {
+        "fr": {"displayName": "Aide 0", "description": "Garde la trace."},
+        "de": {"displayName": "Helfer 0", "body": "Notizen."},
+    }
+    assert thaw(result.manifest.messages) == {"fr": {"Level": "Niveau"}, "es": None}
+    assert package_messages(manifest=result.manifest, locale="fr-CA") == {"Level": "Niveau"}
+    assert package_messages(manifest=result.manifest, locale="es") is None
+    # Indexed from the loader's result alone: with the files gone, the row still has them.
+    shutil.rmtree(folder / "locales")
+    (folder / "PLUGIN.de.md").unlink()
+    package = services.package_index(
+        result=result, source="community", content_hash=result.content_hash, host_version="0.1.0"
+    )
+    assert package.translations["fr"]["displayName"] == "Aide 0"
+    assert "helfer 0" in package.search_text
