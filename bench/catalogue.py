@@ -1,7 +1,8 @@
-"""Catalogue benchmark: index 1,000 generated packages, re-sync unchanged, re-sync with 10
-changed, then time GET /api/packages?q=... over them (p50/p95).
+"""Catalogue benchmark: index 1,000 generated community packages, re-sync unchanged, with 1
+and with 10 changed, beside the floor of reading the same files, then time
+GET /api/packages?q=... over them (p50/p95).
 
-Run from the checkout:  .venv/bin/python bench/catalogue.py [--packages 1000] [--requests 300]
+Run from the checkout:  .venv/bin/python bench/catalogue.py [--count 1000] [--requests 300]
 It uses a throw-away SQLite database and plugin folder in a temp directory (DATABASE_URL is
 honoured when set, to measure PostgreSQL instead).
 """
