@@ -6,7 +6,8 @@
   as in play.
 - `package_code_static_check`: community code not approved yet, which must never run. Every
   file the entry and the handlers reach is parsed (never linked or evaluated) and each static
-  import resolved by the host's rules (`node/static_check.mjs`).
+  import resolved by the host's rules (`node/static_check.mjs`). A sync checks all its
+  packages in one Node process (`StaticChecker`), each with its own deadline.
 
 Both answer a CodeVerdict; neither raises for a package's fault.
 """
