@@ -58,6 +58,7 @@ def counted(monkeypatch):
     """Every load, hash and file opened under the plugin folders, recorded."""
     seen: dict[str, list] = {"loads": [], "hashes": [], "opened": []}
     real_load, real_hash, real_open = services._load_package, loader.package_hash, builtins.open
+    real_os_open = os.open
 
     def load(path, host_version, content_hash=""):
         seen["loads"].append(Path(path).name)
@@ -72,7 +73,13 @@ def counted(monkeypatch):
             seen["opened"].append(os.fspath(file))
         return real_open(file, *args, **kwargs)
 
+    def os_opening(file, *args, **kwargs):  # the streamed reads (package_files.open_regular)
+        if isinstance(file, str | os.PathLike) and "pkg-" in os.fspath(file):
+            seen["opened"].append(os.fspath(file))
+        return real_os_open(file, *args, **kwargs)
+
     monkeypatch.setattr(services, "_load_package", load)
+    monkeypatch.setattr(os, "open", os_opening)
     monkeypatch.setattr(loader, "package_hash", hashing)
     monkeypatch.setattr(builtins, "open", opening)
     return seen
@@ -119,6 +126,8 @@ def test_a_touched_file_is_hashed_and_only_the_stats_are_written(
         summary = packages_sync()
     assert len(summary.unchanged) == 3
     assert counted["hashes"] == ["pkg-001"] and counted["loads"] == []
+    # The recorder sees the hash's reads, and they are of the touched package only.
+    assert counted["opened"] and all("/pkg-001/" in f for f in counted["opened"])
     updates = writes(queries.captured_queries)
     assert len(updates) == 1 and "file_stats" in updates[0], updates
     after = Package.objects.get(package_id="pkg-001")
