@@ -7,7 +7,6 @@ of them are collected in one pass. See docs/loader.md for the rules and their co
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
@@ -27,7 +26,7 @@ from catalogue.manifest.context import (
 )
 from catalogue.manifest.fingerprint import code_fingerprint
 from catalogue.manifest.frontmatter import YAML_CODES, Parsed, split_markdown
-from catalogue.manifest.locale_files import check_locale_file
+from catalogue.manifest.locale_files import check_locale_file, merge_texts, read_messages
 from catalogue.manifest.normalise import normalise_package, normalise_runtime
 from catalogue.manifest.older_format import detect_older_format
 from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest, freeze
@@ -39,7 +38,6 @@ LOCALE = r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*"
 _PLUGIN_VARIANT = re.compile(rf"^PLUGIN\.({LOCALE})\.md$")
 _RUNTIME_VARIANT = re.compile(rf"^RUNTIME\.({LOCALE})\.md$")
 _LOCALE_FILE = re.compile(rf"^({LOCALE})\.(?:ya?ml|json)$")
-_MESSAGES_FILE = re.compile(rf"^({LOCALE})\.messages\.json$")
 _HASH_SKIP = {"node_modules", ".git"}
 # Schema findings that a more specific rule reports at the same place (or just below it).
 _VALUE_CODES = {
@@ -392,29 +390,7 @@ class _Loader:
                 if texts := _catalogue_texts((data or {}).get(PLUGIN_FILE)):
                     self.texts_from_files.setdefault(match.group(1), {}).update(texts)
                 self.add_locale(match.group(1), instructions=False)
-            self.collect_messages(locales_dir)
-
-    def collect_messages(self, locales_dir: Path) -> None:
-        """locales/<locale>.messages.json: the code's texts. Not part of the verdict (a broken
-        file only translates nothing), read once here for the sessions that show them."""
-        for entry in sorted(locales_dir.iterdir()):
-            match = _MESSAGES_FILE.match(entry.name)
-            if not match:
-                continue
-            try:
-                raw = (
-                    package_files.read_bytes(entry, limit=MAX_FILE_BYTES)
-                    if entry.is_file()
-                    else b""
-                )
-                data = json.loads(raw.decode("utf-8")) if raw else None
-            except (OSError, ValueError, package_files.FileRefused):
-                self.messages[match.group(1)] = None
-                continue
-            if isinstance(data, dict):
-                self.messages[match.group(1)] = {
-                    str(k): v for k, v in data.items() if isinstance(v, str)
-                }
+            self.messages = read_messages(locales_dir)
 
     def scan_variants(self, rel_dir: str, pattern: re.Pattern[str], kind: str) -> None:
         folder = self.root / rel_dir if rel_dir else self.root
@@ -504,17 +480,9 @@ class _Loader:
             runtimes=runtimes,
             locales=tuple(self.locales),
             languages=MappingProxyType({"text": tuple(text), "instructions": tuple(instructions)}),
-            translations=freeze(self.translations()),
+            translations=freeze(merge_texts(self.texts_from_files, self.texts_from_variants)),
             messages=freeze(self.messages),
         )
-
-    def translations(self) -> dict[str, dict[str, str]]:
-        """The catalogue's text per locale: a PLUGIN.<locale>.md says it over its locale file."""
-        found: dict[str, dict[str, str]] = {}
-        for texts in (self.texts_from_files, self.texts_from_variants):
-            for locale, fields in texts.items():
-                found.setdefault(locale, {}).update(fields)
-        return found
 
 
 def _catalogue_texts(data: Any) -> dict[str, str]:

@@ -6,10 +6,12 @@ text; `messages` holds the text of UI specs and code (docs/loader.md "Translatio
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
-from catalogue.manifest import rules, schema
+from catalogue.manifest import package_files, rules, schema
 from catalogue.manifest.context import MAX_FILE_BYTES, PLUGIN_FILE, Context
 from catalogue.manifest.frontmatter import parse_yaml
 from catalogue.manifest.types import Issue
@@ -88,3 +90,37 @@ def check_locale_file(
                 "nor the messages section",
             )
     return data
+
+
+# locales/<locale>.messages.json: the code's texts (not a manifest file: the verdict ignores it).
+_MESSAGES_FILE = re.compile(r"^([a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*)\.messages\.json$")
+
+
+def read_messages(locales_dir: Path) -> dict[str, dict[str, str] | None]:
+    """{locale: {source text: translation}} of locales/<locale>.messages.json, read once by
+    the loader for the sessions that show them (Manifest.messages). Not part of the verdict: a
+    file that is not a JSON object of texts translates nothing (None)."""
+    found: dict[str, dict[str, str] | None] = {}
+    for entry in sorted(locales_dir.iterdir()):
+        match = _MESSAGES_FILE.match(entry.name)
+        if not match:
+            continue
+        try:
+            raw = package_files.read_bytes(entry, limit=MAX_FILE_BYTES) if entry.is_file() else b""
+            data = json.loads(raw.decode("utf-8")) if raw else None
+        except (OSError, ValueError, package_files.FileRefused):
+            found[match.group(1)] = None
+            continue
+        if isinstance(data, dict):
+            found[match.group(1)] = {str(k): v for k, v in data.items() if isinstance(v, str)}
+    return found
+
+
+def merge_texts(*layers: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The catalogue's text per locale, later layers winning (a PLUGIN.<locale>.md says it over
+    its locale file)."""
+    found: dict[str, dict[str, str]] = {}
+    for texts in layers:
+        for locale, fields in texts.items():
+            found.setdefault(locale, {}).update(fields)
+    return found
