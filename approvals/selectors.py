@@ -62,12 +62,19 @@ def packages_usability(
     }
     verdicts = {pid: _snapshot_usability(pid, found) for pid, found in kept.items()}
     wanted = [pid for pid in wanted if pid not in kept]
-    rows = {p.package_id: p for p in Package.objects.filter(package_id__in=wanted)}
+    # Only the columns the verdict reads (the manifest only when a scope is stale, rarely):
+    # the sync asks this for every unchanged package.
+    rows = {
+        p.package_id: p
+        for p in Package.objects.filter(package_id__in=wanted).only(
+            "package_id", "version", "state", "trust", "content_hash", "source_dir"
+        )
+    }
     scopes = {
         s.package_key: s
-        for s in PermissionScope.objects.select_related("request").filter(
-            package_key__in=list(rows)
-        )
+        for s in PermissionScope.objects.select_related("request")
+        .filter(package_key__in=list(rows))
+        .only("package_key", "content_hash", "request__state", "request__version")
     }
     verdicts.update({pid: _usability(pid, rows.get(pid), scopes.get(pid), None) for pid in wanted})
     return verdicts

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -302,20 +300,15 @@ def package_messages(*, manifest: Manifest, locale: str) -> dict[str, str] | Non
     """The package's translations of its code's texts for a locale, or None without any.
 
     They live in locales/<locale>.messages.json, a JSON object from the source text to its
-    translation (the loader leaves that file alone: locales/<locale>.yaml translates manifest
-    files only). fr-CA falls back to fr.
+    translation, read by the loader (Manifest.messages; locales/<locale>.yaml translates
+    manifest files only). fr-CA falls back to fr.
     """
     if not LOCALE_NAME.fullmatch(locale):
         return None  # the session's locale is the player's text: never a path
-    folder = Path(manifest.path) / "locales"
     for candidate in dict.fromkeys([locale, locale.split("-")[0]]):
-        path = folder / f"{candidate}.messages.json"
-        if not path.is_file():
+        if candidate not in manifest.messages:
             continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # an unreadable file translates nothing; the source texts still show
-        if isinstance(data, dict):
-            return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+        texts = manifest.messages[candidate]
+        # An unreadable file translates nothing; the source texts still show.
+        return dict(texts) if texts is not None else None
     return None
