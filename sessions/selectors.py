@@ -6,6 +6,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
