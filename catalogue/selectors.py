@@ -12,11 +12,11 @@ page needs them.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 from django.urls import reverse
 from django.utils import translation
 
@@ -150,7 +150,9 @@ def package_page(
         items=items, count=count, page=page, page_size=page_size, num_pages=num_pages
     )
     if facets:
-        result.facets = tag_counts(queryset=qs)
+        # Nothing narrows the list: count every tag row, without asking which packages match.
+        unfiltered = replace(filters, sort="") == PackageFilters() and not filters.q.strip()
+        result.facets = tag_counts(queryset=None if unfiltered else qs)
     return result
 
 
@@ -159,9 +161,9 @@ def tag_counts(*, queryset: QuerySet[Package] | None = None) -> list[dict[str, A
     tags = PackageTag.objects.all()
     if queryset is not None:
         tags = tags.filter(package__in=queryset.order_by().values("pk"))
-    rows = (
-        tags.values("tag").annotate(count=Count("package", distinct=True)).order_by("-count", "tag")
-    )
+    # A package carries a tag at most once (catalogue_unique_tag), so counting rows counts
+    # packages: no DISTINCT, and the tag index alone answers it.
+    rows = tags.values("tag").annotate(count=Count("pk")).order_by("-count", "tag")
     return [{"tag": r["tag"], "count": r["count"]} for r in rows]
 
 
@@ -186,11 +188,12 @@ def contract_providers() -> list[dict[str, Any]]:
 
 
 def contract_ids() -> list[str]:
-    return list(
-        Contract.objects.filter(package_links__relation="provides")
-        .distinct()
-        .values_list("contract_id", flat=True)
+    """The contracts some package provides: each contract asks its (contract, relation) index
+    once, instead of a DISTINCT over every package's links."""
+    provided = PackageContract.objects.filter(
+        contract=OuterRef("pk"), relation=PackageContract.Relation.PROVIDES
     )
+    return list(Contract.objects.filter(Exists(provided)).values_list("contract_id", flat=True))
 
 
 def package_providers_of(*, contract_id: str) -> QuerySet[Package]:

@@ -1,0 +1,22 @@
+"""SQLite: an FTS5 trigram index on search_text, kept in step by triggers
+(catalogue/search_index.py); nothing on PostgreSQL, whose trigram GIN index is 0009's."""
+
+from django.db import migrations
+
+
+def create_index(apps, schema_editor):
+    from catalogue.search_index import fts_ensure
+
+    fts_ensure(schema_editor.connection)
+
+
+def drop_index(apps, schema_editor):
+    from catalogue.search_index import fts_drop
+
+    fts_drop(schema_editor.connection)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("catalogue", "0009_search_trigram_index")]
+
+    operations = [migrations.RunPython(create_index, drop_index, elidable=True)]
