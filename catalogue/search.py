@@ -31,8 +31,18 @@ from typing import Protocol
 from django.contrib.postgres.lookups import TrigramWordSimilar
 from django.db import connections
 from django.db.backends.signals import connection_created
-from django.db.models import Case, F, FloatField, IntegerField, Q, QuerySet, Value, When
-from django.db.models.expressions import Func, RawSQL
+from django.db.models import (
+    BooleanField,
+    Case,
+    F,
+    FloatField,
+    IntegerField,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.db.models.expressions import Func
 from django.db.models.signals import post_delete, post_save
 
 from catalogue.models import Package
@@ -306,6 +316,18 @@ def fts_available(alias: str) -> bool:
     return connections[alias].vendor == "sqlite" and sqlite_trigram_supported()
 
 
+class _FtsMatch(Func):
+    """`+id IN (SELECT rowid FROM the FTS table WHERE it MATCHes expression)`. The unary plus
+    keeps SQLite from looking each match up in the table (a wide row per package, its
+    manifest): it scans a narrow covering index instead (the count: any index; the page's
+    order: catalogue_package_name_order) and tests each id against the matches."""
+
+    arg_joiner = f" IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH "
+    template = "+%(expressions)s)"
+    output_field = BooleanField()
+    conditional = True
+
+
 def _fts_phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
@@ -316,9 +338,6 @@ class DatabasePackageSearch:
         if not words:
             return queryset.annotate(rank=Value(0, output_field=IntegerField()))
         needle = " ".join(words)
-        literal = Q()
-        for word in words:
-            literal &= Q(search_text__contains=word)
         # The edit-similarity corrections run everywhere (they catch transpositions such as
         # "quset", which share too few trigrams); pg_trgm adds its matches where installed.
         corrections = self._corrections(queryset, words)
@@ -357,11 +376,7 @@ class DatabasePackageSearch:
                 "(" + " OR ".join(_fts_phrase(a) for a in alternatives) + ")"
                 for alternatives in indexed
             )
-            matches &= Q(
-                pk__in=RawSQL(
-                    f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [expression]
-                )
-            )
+            matches &= Q(_FtsMatch(F("pk"), Value(expression)))
         by_name = [
             When(Q(package_id=needle) | Q(name_key=needle), then=Value(RANK_EXACT)),
             When(
@@ -383,12 +398,22 @@ class DatabasePackageSearch:
         return queryset.filter(matches).annotate(
             rank=Case(
                 *by_name,
-                When(literal, then=Value(RANK_ELSEWHERE)),
+                When(self._literal(queryset.db, words), then=Value(RANK_ELSEWHERE)),
                 When(fuzzy_name, then=Value(RANK_FUZZY_NAME)),
                 default=Value(RANK_FUZZY),
                 output_field=IntegerField(),
             )
         )
+
+    def _literal(self, db: str, words: list[str]) -> Q:
+        """Every word itself (no correction) is in the package's text: on SQLite, asked of the
+        FTS index, so that ranking reads no package row (see _FtsMatch)."""
+        if fts_available(db) and all(len(w) >= 3 for w in words):
+            return Q(_FtsMatch(F("pk"), Value(" AND ".join(_fts_phrase(w) for w in words))))
+        literal = Q()
+        for word in words:
+            literal &= Q(search_text__contains=word)
+        return literal
 
     def _corrections(self, queryset: QuerySet[Package], words: list[str]) -> dict[str, list[str]]:
         if not any(_fuzzy(w) for w in words):

@@ -143,9 +143,7 @@ def package_page(
     num_pages = max(1, -(-count // page_size))
     page = max(1, page)
     start = (page - 1) * page_size if offset is None else max(0, offset)
-    # A list item never needs the big columns (the manifest above all): leave them in the database.
-    slim = qs.defer(*LIST_DEFERRED).prefetch_related(*_list_prefetches())
-    items = list(slim[start : start + page_size]) if start < count else []
+    items = _page_items(qs, start, page_size) if start < count else []
     result = PackagePage(
         items=items, count=count, page=page, page_size=page_size, num_pages=num_pages
     )
@@ -154,6 +152,21 @@ def package_page(
         unfiltered = replace(filters, sort="") == PackageFilters() and not filters.q.strip()
         result.facets = tag_counts(queryset=None if unfiltered else qs)
     return result
+
+
+def _page_items(qs: QuerySet[Package], start: int, page_size: int) -> list[Package]:
+    """The page's packages in qs's order. The order is found over the ids alone, which a
+    narrow index can answer (catalogue_package_name_order), and only the page's rows are read
+    whole: sorting thousands of matches no longer carries their columns along."""
+    ids = list(qs.values_list("pk", flat=True)[start : start + page_size])
+    # A list item never needs the big columns (the manifest above all): leave them in the database.
+    rows = (
+        Package.objects.filter(pk__in=ids)
+        .defer(*LIST_DEFERRED)
+        .prefetch_related(*_list_prefetches())
+    )
+    by_id = {row.pk: row for row in rows}
+    return [by_id[pk] for pk in ids if pk in by_id]
 
 
 def tag_counts(*, queryset: QuerySet[Package] | None = None) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """SQLite: an FTS5 trigram index on search_text, kept in step by triggers
-(catalogue/search_index.py); nothing on PostgreSQL, whose trigram GIN index is 0009's."""
+(catalogue/search_index.py); nothing on PostgreSQL, whose trigram GIN index is 0009's.
+Everywhere: an index on (name_key, package_id), the list's order by name."""
 
-from django.db import migrations
+from django.db import migrations, models
 
 
 def create_index(apps, schema_editor):
@@ -19,4 +20,12 @@ def drop_index(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [("catalogue", "0009_search_trigram_index")]
 
-    operations = [migrations.RunPython(create_index, drop_index, elidable=True)]
+    operations = [
+        migrations.RunPython(create_index, drop_index, elidable=True),
+        migrations.AddIndex(
+            model_name="package",
+            index=models.Index(
+                fields=["name_key", "package_id"], name="catalogue_package_name_order"
+            ),
+        ),
+    ]
