@@ -115,17 +115,23 @@ def package_http_grants(
     if row.trust == Package.Trust.BUNDLED:
         permissions = package_permission_set(package=row)
     else:
+        from approvals.models import PermissionScope
+        from approvals.selectors import approval_in_force
+
         usability = package_usability(package_id=package)
-        if not usability.usable:
+        # While a newer version waits for staff, sessions run the last approval that stands,
+        # with that approval's grants (never the waiting version's).
+        in_force = None if usability.usable else approval_in_force(package_key=package)
+        if not usability.usable and in_force is None:
             raise HttpRefused(
                 f"covel.http refused for {_who(package, runtime)}: {usability.reason}"
             )
-        from approvals.models import PermissionScope
-
         scope = (
             PermissionScope.objects.select_related("request").filter(package_key=package).first()
         )
-        if scope is None or scope.request is None:
+        if in_force is not None:
+            permissions = in_force.permissions
+        elif scope is None or scope.request is None:
             permissions = {"code": [], "http": []}  # asks for nothing, so it may reach nothing
         else:
             permissions = scope.request.permissions

@@ -10,6 +10,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
 from approvals.permissions import compute_permission_set, describe, diff, is_empty
+from approvals.store import snapshot_hash, version_snapshot_dir
 from catalogue.models import Package
 
 State = ApprovalRequest.State
@@ -22,12 +23,22 @@ class Usability:
     state: str  # bundled | not-required | approved | pending | denied | revoked | unreviewed | missing | error
 
 
-def package_usability(*, package_id: str, version: str | None = None) -> Usability:
+def package_usability(
+    *, package_id: str, version: str | None = None, path: str | None = None
+) -> Usability:
     """Whether sessions may use the installed package, and why not.
 
     Bundled packages always may; a community package only when its current permission set is
     approved, or when it asks for nothing (no server code, no HTTP).
+
+    path: the folder of the manifest a session runs (pluginhost's gate passes it). The snapshot
+    of an approved version (approvals/store.py) is usable while that approval stands, whatever
+    the package's current files ask for: that is how sessions keep the last approved version
+    while a newer one waits for staff.
     """
+    kept = snapshot_hash(path) if path is not None else None
+    if kept is not None:
+        return _snapshot_usability(package_id, kept)
     package = Package.objects.filter(package_id=package_id).first()
     scope = None
     if package is not None and package.trust != Package.Trust.BUNDLED:
@@ -37,17 +48,107 @@ def package_usability(*, package_id: str, version: str | None = None) -> Usabili
     return _usability(package_id, package, scope, version)
 
 
-def packages_usability(*, package_ids: Iterable[str]) -> dict[str, Usability]:
-    """package_usability for many packages in two queries (for the resolver's turn)."""
+def packages_usability(
+    *, package_ids: Iterable[str], paths: Mapping[str, str] | None = None
+) -> dict[str, Usability]:
+    """package_usability for many packages in two queries (for the resolver's turn); paths
+    (package id -> the folder of the manifest the session runs) as package_usability's path,
+    read only for the rare package that runs an approved snapshot (two queries each)."""
     wanted = list(dict.fromkeys(package_ids))
-    rows = {p.package_id: p for p in Package.objects.filter(package_id__in=wanted)}
-    scopes = {
-        s.package_key: s
-        for s in PermissionScope.objects.select_related("request").filter(
-            package_key__in=list(rows)
+    kept = {
+        pid: found
+        for pid, found in ((p, snapshot_hash(path)) for p, path in (paths or {}).items())
+        if found is not None and pid in wanted
+    }
+    verdicts = {pid: _snapshot_usability(pid, found) for pid, found in kept.items()}
+    wanted = [pid for pid in wanted if pid not in kept]
+    # Only the columns the verdict reads (the manifest only when a scope is stale, rarely):
+    # the sync asks this for every unchanged package.
+    rows = {
+        p.package_id: p
+        for p in Package.objects.filter(package_id__in=wanted).only(
+            "package_id", "version", "state", "trust", "content_hash", "source_dir"
         )
     }
-    return {pid: _usability(pid, rows.get(pid), scopes.get(pid), None) for pid in wanted}
+    scopes = {
+        s.package_key: s
+        for s in PermissionScope.objects.select_related("request")
+        .filter(package_key__in=list(rows))
+        .only("package_key", "content_hash", "request__state", "request__version")
+    }
+    verdicts.update({pid: _usability(pid, rows.get(pid), scopes.get(pid), None) for pid in wanted})
+    return verdicts
+
+
+def _snapshot_usability(package_id: str, content_hash: str) -> Usability:
+    if approval_standing(package_key=package_id, content_hash=content_hash) is None:
+        return Usability(
+            False,
+            f"package {package_id}: the version sessions kept running is no longer approved",
+            "revoked",
+        )
+    return Usability(True, "", "approved")
+
+
+# ------------------------------------------------------------------ the version sessions run
+
+
+def _standing_approval(package_key: str) -> ApprovalRequest | None:
+    """The newest approved request, unless a revoke came after it (a revoke ends them all)."""
+    latest = (
+        ApprovalRequest.objects.for_package(package_key)
+        .filter(state__in=[State.APPROVED, State.REVOKED])
+        .order_by("-id")
+        .first()
+    )
+    return latest if latest is not None and latest.state == State.APPROVED else None
+
+
+def approval_in_force(*, package_key: str) -> ApprovalRequest | None:
+    """The approval whose version sessions keep running while the package's current version
+    waits for staff (its request is pending, or denied): the newest approval that still stands.
+    None when the current version is itself approved (or needs nothing), when nothing was ever
+    approved, or after a revoke."""
+    scope = (
+        PermissionScope.objects.select_related("request").filter(package_key=package_key).first()
+    )
+    if scope is None or scope.request is None:
+        return None
+    if scope.request.state not in (State.PENDING, State.DENIED):
+        return None
+    return _standing_approval(package_key)
+
+
+def approval_standing(*, package_key: str, content_hash: str) -> ApprovalRequest | None:
+    """The approved request of the package version with this content hash, while it stands
+    (no revoke after it); None otherwise."""
+    request = (
+        ApprovalRequest.objects.for_package(package_key)
+        .filter(state=State.APPROVED, content_hash=content_hash)
+        .order_by("-id")
+        .first()
+    )
+    if request is None:
+        return None
+    revoked = ApprovalRequest.objects.for_package(package_key).filter(
+        state=State.REVOKED, id__gt=request.id
+    )
+    return None if revoked.exists() else request
+
+
+def versions_in_force(*, package_ids: Iterable[str]) -> dict[str, str]:
+    """package id -> the snapshot folder of the approved version its sessions run, for each of
+    these packages whose current version waits for staff while an earlier approval stands (and
+    was kept whole). Packages not named here run their current folder."""
+    found: dict[str, str] = {}
+    for package_id in package_ids:
+        request = approval_in_force(package_key=package_id)
+        if request is None:
+            continue
+        folder = version_snapshot_dir(package_id=package_id, content_hash=request.content_hash)
+        if folder is not None:
+            found[package_id] = str(folder)
+    return found
 
 
 def _usability(
@@ -156,7 +257,10 @@ def approval_is_current(*, request: ApprovalRequest) -> bool:
 
 
 def approval_view(
-    *, request: ApprovalRequest, code_errors: Mapping[str, str] | None = None
+    *,
+    request: ApprovalRequest,
+    code_errors: Mapping[str, str] | None = None,
+    standing: Mapping[str, ApprovalRequest] | None = None,
 ) -> dict[str, Any]:
     """Everything a page or API response shows about one request.
 
@@ -165,12 +269,20 @@ def approval_view(
     """
     if code_errors is None:
         code_errors = _code_errors([request.package_key])
+    is_current = approval_is_current(request=request)
+    in_force = None
+    if is_current and request.state in (State.PENDING, State.DENIED):
+        # Sessions still run this earlier approval: staff may stop it (revoke).
+        if standing is None:
+            standing = _standing_approvals([request.package_key])
+        in_force = standing.get(request.package_key)
     return {
         "request": request,
         "asks": describe(request.permissions),
         "diff": diff(request.permissions, request.baseline_permissions),
         "has_baseline": request.baseline_permissions is not None,
-        "is_current": approval_is_current(request=request),
+        "is_current": is_current,
+        "in_force": in_force,
         # Staff cannot approve code that does not load (approval_decide refuses it).
         "code_error": code_errors.get(request.package_key),
     }
@@ -180,7 +292,28 @@ def approval_views(*, requests: Iterable[ApprovalRequest]) -> list[dict[str, Any
     """approval_view for a list, with the code states in one query."""
     requests = list(requests)
     errors = _code_errors([r.package_key for r in requests])
-    return [approval_view(request=r, code_errors=errors) for r in requests]
+    waiting = [r.package_key for r in requests if r.state in (State.PENDING, State.DENIED)]
+    standing = _standing_approvals(waiting)
+    return [approval_view(request=r, code_errors=errors, standing=standing) for r in requests]
+
+
+def _standing_approvals(package_keys: list[str]) -> dict[str, ApprovalRequest]:
+    """package id -> its newest approval that no revoke came after, in one query (a list page
+    costs the same for 10 or 1000 requests)."""
+    found: dict[str, ApprovalRequest] = {}
+    if not package_keys:
+        return found
+    decided = ApprovalRequest.objects.filter(
+        package_key__in=set(package_keys), state__in=[State.APPROVED, State.REVOKED]
+    ).order_by("package_key", "-id")
+    seen: set[str] = set()
+    for request in decided:
+        if request.package_key in seen:
+            continue
+        seen.add(request.package_key)
+        if request.state == State.APPROVED:
+            found[request.package_key] = request
+    return found
 
 
 def _code_errors(package_ids: list[str]) -> dict[str, str]:

@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
 from approvals.permissions import compute_permission_set, is_empty, is_within, permission_hash
+from approvals.selectors import approval_in_force
+from approvals.store import keep_approved_version
 from catalogue import callouts
 from catalogue.models import Package
 from core.errors import ApiError
@@ -212,6 +214,10 @@ def approval_request_sync(*, package: Package) -> None:
             for field, value in values.items():
                 setattr(scope, field, value)
             scope.save()
+    if request is not None and request.state == State.APPROVED:
+        # Keep the approved version whole while the folder holds it: sessions go on running
+        # it when a later change waits for staff (a no-op once kept).
+        keep_approved_version(request, source_dir=package.source_dir)
 
 
 # Which states each decision may start from.
@@ -250,6 +256,10 @@ def approval_decide(
                     f"({code.code_error}); fix the code, sync, then decide on the new request"
                 )
         allowed_from, new_state, action = _TRANSITIONS[decision]
+        if decision == Decision.REVOKE and approval_in_force(package_key=request.package_key):
+            # A change waits (or was denied) while sessions still run the last approval: a
+            # revoke of the current request ends that approval too (_standing_approval).
+            allowed_from = (*allowed_from, State.PENDING, State.DENIED)
         if request.state not in allowed_from:
             raise ApprovalStateConflict(
                 f"cannot {decision} request #{request.pk}: it is {request.state} "
@@ -261,6 +271,10 @@ def approval_decide(
         request.note = note
         request.save(update_fields=["state", "decided_by", "decided_at", "note", "updated_at"])
         _journal(request=request, action=action, actor=actor, note=note)
+    if decision == Decision.ALLOW:
+        package = Package.objects.filter(package_id=request.package_key).first()
+        if package is not None:  # copies only for what staff approved, made while it is there
+            keep_approved_version(request, source_dir=package.source_dir)
     _refresh_code(package_key=request.package_key)
     return request
 

@@ -7,8 +7,16 @@ A copy is written once (into a temporary folder that is renamed into place, so a
 copy is never used), each file streamed and hashed while it is copied; a byte that differs from
 the approved hash aborts the copy. The folder is named by the set, so it never changes: an edit
 on disk cannot reach the host. The check here also compares the folder's files with the approval
-on every (re)load: a changed file makes the package pending again (a sync writes the new request)
-and the load is refused with plugin_code_changed.
+on every (re)load: a changed file makes the package pending again (a new request for that
+package alone) and, while staff have not decided on it, the host keeps loading the copy of the
+last approval that still stands.
+
+    var/approved-versions/<content hash of the approved version>/<package id>/
+
+Sessions need more than the code of that version: its PLUGIN.md, runtimes, locales and UI specs
+say what the code registers and how the hub reads it. So each approved version is also kept
+whole, read-only, as it was when approved (every regular file, verified against the version's
+content hash); sessions resolve the package from that snapshot while a newer version waits.
 """
 
 from __future__ import annotations
@@ -33,12 +41,127 @@ from catalogue.manifest.package_files import FileRefused, package_inventory, rea
 log = logging.getLogger(__name__)
 
 STORE_FOLDER = "approved"
+VERSIONS_FOLDER = "approved-versions"
+# A snapshot that could not be made (the folder no longer matches the version): when it was
+# tried, so a load every 2 s does not re-hash the package each time.
+_SNAPSHOT_TRIED: dict[tuple[str, str, str], float] = {}
+SNAPSHOT_RETRY_SECONDS = 60.0
 _DISK_CODE: dict[str, tuple[Any, list[tuple[str, str | None]]]] = {}
 _LOCK = threading.Lock()
 
 
 def store_root() -> Path:
     return Path(settings.VAR_DIR) / STORE_FOLDER
+
+
+def versions_root() -> Path:
+    return Path(settings.VAR_DIR) / VERSIONS_FOLDER
+
+
+def snapshot_hash(path: str | os.PathLike[str]) -> str | None:
+    """The content hash of the approved-version snapshot at path (a folder
+    var/approved-versions/<hash>/<package id>), or None for any other folder."""
+    folder = Path(os.path.abspath(path))
+    root = Path(os.path.abspath(versions_root()))
+    if folder.parent.parent != root or folder.parent.name.startswith("."):
+        return None
+    return folder.parent.name
+
+
+def version_snapshot_dir(*, package_id: str, content_hash: str) -> Path | None:
+    """The snapshot of one approved version, or None when it was never made (or pruned)."""
+    folder = versions_root() / content_hash / package_id
+    return folder if content_hash and folder.is_dir() else None
+
+
+def version_snapshot(
+    *, package_id: str, content_hash: str, source_dir: str | os.PathLike[str]
+) -> Path | None:
+    """Keep the approved version of a package whole: every regular file of source_dir copied
+    into var/approved-versions/<content_hash>/<package id>/, if the copy's content hash is the
+    approved one (the folder may have changed since). None when it does not match: then the
+    version is not kept, and a change waiting for staff makes the package wait too."""
+    from catalogue.manifest.loader import package_hash
+
+    found = version_snapshot_dir(package_id=package_id, content_hash=content_hash)
+    if found is not None or not content_hash:
+        return found
+    root = versions_root()
+    attempt = (str(root), package_id, content_hash)
+    tried = _SNAPSHOT_TRIED.get(attempt)
+    if tried is not None and time.monotonic() - tried < SNAPSHOT_RETRY_SECONDS:
+        return None
+    root.mkdir(parents=True, exist_ok=True)
+    temporary = Path(tempfile.mkdtemp(prefix=".incoming-", dir=root))
+    try:
+        folder = temporary / package_id
+        folder.mkdir()
+        inventory = package_inventory(source_dir)
+        for item in inventory.files:
+            target = folder.joinpath(*item.relative.split("/"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "wb") as out:
+                for chunk in read_chunks(item.real):
+                    out.write(chunk)
+        if inventory.issues or package_hash(folder) != content_hash:
+            log.warning(
+                "version %s of %s is not kept: its folder no longer holds the approved files",
+                content_hash[:12],
+                package_id,
+            )
+            _SNAPSHOT_TRIED[attempt] = time.monotonic()
+            shutil.rmtree(temporary, ignore_errors=True)
+            return None
+        _read_only(temporary)
+        # Named by the version's hash, then by the id (two packages may hold the same files).
+        (root / content_hash).mkdir(exist_ok=True)
+        try:
+            os.rename(folder, root / content_hash / package_id)
+        except OSError:
+            if version_snapshot_dir(package_id=package_id, content_hash=content_hash) is None:
+                raise  # not another worker that got there first
+        _remove(temporary)
+    except (FileRefused, OSError) as exc:
+        log.warning("version %s of %s is not kept: %s", content_hash[:12], package_id, exc)
+        _SNAPSHOT_TRIED[attempt] = time.monotonic()
+        _remove(temporary)
+        return None
+    except BaseException:
+        _remove(temporary)
+        raise
+    return version_snapshot_dir(package_id=package_id, content_hash=content_hash)
+
+
+def keep_approved_version(request: Any, *, source_dir: str | os.PathLike[str]) -> None:
+    """After an approval (a staff one or a carry-over): keep that version whole, and for a staff
+    approval its code copy too, while the folder still holds exactly those files, so sessions can
+    go on running it after the folder changes. Best effort: a later load tries again."""
+    try:
+        version_snapshot(
+            package_id=request.package_key,
+            content_hash=request.content_hash,
+            source_dir=source_dir,
+        )
+        code = request.permissions.get("code") or []
+        if request.decided_by_id is not None and code:
+            approved_copy(source_dir=source_dir, code=code)
+    except CodeCopyFailed as exc:
+        log.warning("no copy of %s's approved code: %s", request.package_key, exc)
+    except Exception:
+        log.exception("could not keep the approved version of %s", request.package_key)
+
+
+def _read_only(folder: Path) -> None:
+    for path, _dirs, names in os.walk(folder):
+        for name in names:
+            os.chmod(os.path.join(path, name), stat.S_IRUSR | stat.S_IRGRP)
+
+
+def _remove(folder: Path) -> None:
+    for path, dirs, _names in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(path, name), stat.S_IRWXU)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def code_pairs(code: Sequence[Mapping[str, Any]]) -> list[tuple[str, str | None]]:
@@ -184,10 +307,64 @@ def package_code_root(*, package_id: str, source_dir: str | os.PathLike[str]) ->
     only from the store copy of its approved file set; raises CodeNotRunnable with
     plugin_not_installed, plugin_not_approved or plugin_code_changed otherwise.
     """
+    kept = snapshot_hash(source_dir)
+    if kept is not None:  # the snapshot of an approved version: its own approved code
+        return str(_version_root(package_id, kept, Path(source_dir)))
     source = Path(source_dir).resolve()
     if not is_community_folder(source_dir) and not _linked_into_plugin_folder(source):
         return str(source)
     return str(_community_root(package_id, source, resync=True))
+
+
+def _version_root(package_id: str, content_hash: str, snapshot: Path) -> Path:
+    """The code copy of the approved version whose snapshot a session resolved (sessions keep
+    it while a newer version waits); refused once that approval no longer stands."""
+    from approvals.selectors import approval_standing
+
+    request = approval_standing(package_key=package_id, content_hash=content_hash)
+    if request is None:
+        raise CodeNotRunnable(
+            f"package {package_id}: the version sessions kept running is no longer approved",
+            code="plugin_not_approved",
+        )
+    root = _approved_root(request, snapshot)
+    if root is None:
+        raise CodeNotRunnable(
+            f"package {package_id}: the approved copy of request #{request.pk} cannot be made",
+            code="plugin_code_changed",
+            details={"approvedRequest": request.pk},
+        )
+    return root
+
+
+def _approved_root(request: Any, source: Path | None) -> Path | None:
+    """The store copy of an approved request's code: the copy of the staff approval it was
+    carried over from, else its own (written from source, verified, when missing)."""
+    code = request.permissions.get("code") or []
+    kept = _staff_approved_copy(request)
+    if kept is not None:
+        return kept
+    own = store_root() / code_digest(code)
+    if own.is_dir():
+        return own
+    if source is None:
+        return None
+    try:
+        return approved_copy(source_dir=source, code=code)
+    except CodeCopyFailed:
+        return None
+
+
+def _in_force_root(package_id: str) -> Path | None:
+    """While the current version waits for staff, the code copy of the approval that stands
+    (written from that version's snapshot when missing); None when there is none."""
+    from approvals.selectors import approval_in_force
+
+    request = approval_in_force(package_key=package_id)
+    if request is None:
+        return None
+    snapshot = version_snapshot_dir(package_id=package_id, content_hash=request.content_hash)
+    return _approved_root(request, snapshot)
 
 
 def _linked_into_plugin_folder(source: Path, depth: int = 3) -> bool:
@@ -249,6 +426,9 @@ def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
             code="plugin_not_approved",
         )
     if request.state != ApprovalRequest.State.APPROVED:
+        kept = _in_force_root(package_id)
+        if kept is not None:  # sessions go on with the last approval while staff decide
+            return kept
         raise CodeNotRunnable(
             f"package {package_id}@{request.version} may not run: its request #{request.pk} is "
             f"{request.state}; a staff member must approve it first",
@@ -256,6 +436,12 @@ def _community_root(package_id: str, source: Path, *, resync: bool) -> Path:
         )
     approved = code_pairs(request.permissions.get("code") or [])
     if current == approved:
+        if request.content_hash == package.content_hash:
+            # Keep this version whole while the folder holds it (at once when approved; here
+            # for approvals made before, or a copy deleted): sessions run it after an edit.
+            version_snapshot(
+                package_id=package_id, content_hash=request.content_hash, source_dir=source
+            )
         kept = _staff_approved_copy(request)
         if kept is not None:
             return kept
@@ -319,23 +505,36 @@ def _mark_changed(package: Any) -> bool:
 def approved_copies_prune(*, older_than: float = 3600.0) -> list[str]:
     """Remove store copies no current approval refers to (and abandoned .incoming- folders),
     when older than older_than seconds, so a host still running from one is left alone for a
-    while. The copies kept: each package's latest staff approval and its latest approval.
-    Returns the names removed."""
+    while. The copies kept: each package's latest staff approval and its latest approval; the
+    version snapshots kept: each package's latest approval. Returns the names removed (a
+    snapshot as approved-versions/<hash>)."""
     from approvals.models import ApprovalRequest
 
-    root = store_root()
-    if not root.is_dir():
-        return []
     keep: set[str] = set()
+    versions: set[str] = set()
     latest: dict[str, Any] = {}
     staff: dict[str, Any] = {}
     approved = ApprovalRequest.objects.filter(state=ApprovalRequest.State.APPROVED).order_by("id")
-    for request in approved.only("id", "package_key", "permissions", "decided_by_id"):
+    for request in approved.only(
+        "id", "package_key", "permissions", "decided_by_id", "content_hash"
+    ):
         latest[request.package_key] = request
         if request.decided_by_id is not None:
             staff[request.package_key] = request
     for request in [*latest.values(), *staff.values()]:
         keep.add(code_digest(request.permissions.get("code") or []))
+    # The snapshot sessions may fall back on is the newest approval's (approval_in_force).
+    versions.update(request.content_hash for request in latest.values())
+    removed = _prune(store_root(), keep, older_than)
+    removed += [
+        f"{VERSIONS_FOLDER}/{name}" for name in _prune(versions_root(), versions, older_than)
+    ]
+    return removed
+
+
+def _prune(root: Path, keep: set[str], older_than: float) -> list[str]:
+    if not root.is_dir():
+        return []
     now = time.time()
     removed = []
     for entry in root.iterdir():
@@ -347,9 +546,6 @@ def approved_copies_prune(*, older_than: float = 3600.0) -> list[str]:
             continue
         if age < older_than:
             continue
-        for folder, dirs, _names in os.walk(entry):
-            for name in dirs:
-                os.chmod(os.path.join(folder, name), stat.S_IRWXU)
-        shutil.rmtree(entry, ignore_errors=True)
+        _remove(entry)
         removed.append(entry.name)
     return removed

@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -97,15 +98,28 @@ class Client:
         return answer.status, answer.read()
 
 
-def cpu_ms(pids: list[int]) -> dict[str, float]:
+def cpu_ms(pids: list[int], database: str = "") -> dict[str, float]:
     """CPU time (user + system, ms) of each web process and, apart, of its children (the Node
-    plugin hosts), read from /proc."""
+    plugin hosts), of the PostgreSQL backends serving `database` (other databases' users of a
+    shared server left out), and of this process (the clients), read from /proc."""
     tick = os.sysconf("SC_CLK_TCK")
-    out = {"web": 0.0, "node": 0.0}
+    out = {"web": 0.0, "node": 0.0, "db": 0.0, "clients": time.process_time() * 1000}
 
     def stat(pid: int) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) * 1000 / tick
+
+    if database:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                # A backend's title: "postgres: [cluster: ]user database client state".
+                words = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().split()
+                if words[:1] == ["postgres:"] and database in words[1:4]:
+                    out["db"] += stat(int(entry.name))
+            except (OSError, UnicodeDecodeError):
+                continue
 
     for pid in pids:
         try:
@@ -200,6 +214,7 @@ def main() -> None:
     ]
     ports = [s.port for s in servers]
     kind = "postgresql" if database.startswith("postgres") else "sqlite"
+    dbname = urlsplit(database).path.lstrip("/") if kind == "postgresql" else ""
     print(
         f"bench/turns.py: {os.cpu_count()} cores, {kind}, redis: {os.environ.get('REDIS_URL') or '-'}"
         f", {args.web} web process(es), {args.turns} turns a level (shared machine: noisy)"
@@ -209,21 +224,23 @@ def main() -> None:
         run_level(ports, rows["token"], rows["sessions"][: max(levels)], 1, action=True)
         pids = [s.proc.pid for s in servers]
         print(
-            "| sessions | turns/s | p50 / p95 ms | CPU ms a turn: web / node "
+            "| sessions | turns/s | p50 / p95 ms | CPU ms a turn: web / node / db / clients "
             "| read req/s | read p50 ms | turn vs read |"
         )
         print("|---|---|---|---|---|---|---|")
         for level in levels:
             sessions = rows["sessions"][:level]
             per = max(1, args.turns // level)
-            before = cpu_ms(pids)
+            before = cpu_ms(pids, dbname)
             turns = run_level(ports, rows["token"], sessions, per, action=True)
-            after = cpu_ms(pids)
-            web, node = ((after[k] - before[k]) / turns["n"] for k in ("web", "node"))
+            after = cpu_ms(pids, dbname)
+            web, node, db, clients = (
+                (after[k] - before[k]) / turns["n"] for k in ("web", "node", "db", "clients")
+            )
             reads = run_level(ports, rows["token"], sessions, per * 2, action=False)
             print(
                 f"| {level} | {turns['per_s']:.1f} | {turns['p50']:.0f} / {turns['p95']:.0f} "
-                f"| {web:.0f} / {node:.0f} | {reads['per_s']:.1f} | {reads['p50']:.1f} "
+                f"| {web:.0f} / {node:.0f} / {db:.0f} / {clients:.0f} | {reads['per_s']:.1f} | {reads['p50']:.1f} "
                 f"| {reads['per_s'] / turns['per_s']:.1f}x |",
                 flush=True,
             )

@@ -12,13 +12,13 @@ from catalogue.api_schemas import (
     PackageListQuery,
     TagCountOut,
 )
+from catalogue.available import available_entry, catalogue_page
 from catalogue.selectors import (
     DEFAULT_PAGE_SIZE,
     PackageFilters,
     contract_providers,
     package_card,
     package_get,
-    package_page,
     package_summary,
     tag_counts,
 )
@@ -35,7 +35,7 @@ def list_packages(request: HttpRequest, filters: Query[PackageListQuery]) -> dic
         offset = filters.offset
     else:
         offset = (filters.page - 1) * limit if filters.page else 0
-    found = package_page(
+    found = catalogue_page(
         filters=PackageFilters(
             q=filters.q,
             tags=tuple(filters.tag),
@@ -45,11 +45,13 @@ def list_packages(request: HttpRequest, filters: Query[PackageListQuery]) -> dic
             contract=filters.contract or "",
             state=filters.state or "",
             sort=filters.sort or "",
+            availability=filters.availability or "",
         ),
         page_size=limit,
         offset=offset,
     )
-    items = [package_summary(p) for p in found.items]
+    # Installed packages first, then the community directory's entries not installed.
+    items = [{**package_summary(p), "installed": True} for p in found.items] + found.available
     return page(items, count=found.count, limit=limit, offset=offset)
 
 
@@ -59,6 +61,11 @@ def list_packages(request: HttpRequest, filters: Query[PackageListQuery]) -> dic
 def get_package(request: HttpRequest, package_id: str) -> dict:
     package = package_get(package_id=package_id)
     if package is None:
+        if available_entry(package_id=package_id) is not None:
+            raise NotFound(
+                f"No package with id {package_id!r} is installed; the community directory offers "
+                "it (GET /api/packages?availability=available lists it, staff install it)."
+            )
         raise NotFound(f"No package with id {package_id!r} is installed.")
     return package_card(package)
 

@@ -27,6 +27,12 @@ class PackageListQuery(Schema):
     sort: Literal["relevance", "name", "updated"] | None = Field(
         None, description="Defaults to relevance with q, otherwise name."
     )
+    availability: Literal["installed", "available"] | None = Field(
+        None,
+        description="installed: only packages on this hub; available: only community-directory "
+        "entries not installed; both when absent (installed first). Only q and kind=plugin can "
+        "match an available entry: any other filter leaves them out.",
+    )
     limit: int | None = Field(
         None,
         ge=1,
@@ -83,8 +89,35 @@ class PackageItemOut(Schema):
     updatedAt: str | None
 
 
+class DirectoryBriefOut(Schema):
+    """What the community directory (covel-plugins registry format) says of an entry."""
+
+    category: str
+    maintainer: str = Field(description="official or community")
+    status: str = Field(description="active, pending or archived")
+    repository: str
+    path: str
+    ref: str
+    installUrl: str = Field(description="The link the GitHub preview reads to install it.")
+    license: str | None
+    covelVersion: str | None
+    locales: list[str]
+    demo: str | None
+    notes: str
+
+
+class PackageListItemOut(PackageItemOut):
+    installed: bool = Field(
+        description="false for a community-directory entry not installed on this hub: its "
+        'source is "directory", its state "available", its version "" (known once previewed)'
+    )
+    directory: DirectoryBriefOut | None = Field(
+        None, description="The directory entry, for an available one; null when installed."
+    )
+
+
 class PackageListOut(PageOut):
-    items: list[PackageItemOut]
+    items: list[PackageListItemOut]
 
 
 class LinkOut(Schema):

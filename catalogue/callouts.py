@@ -60,10 +60,19 @@ class PackageProvenance(Protocol):
     def __call__(self, *, package_id: str) -> dict[str, Any] | None: ...
 
 
-class CatalogueAvailable(Protocol):
-    """Community-directory entries not installed yet that match the search."""
+class AvailableEntries(Protocol):
+    """Community-directory entries not installed that match the search, in the list's sort:
+    (how many, the summaries from offset, at most limit; none asked when limit is 0)."""
 
-    def __call__(self, *, q: str) -> list[dict[str, Any]]: ...
+    def __call__(
+        self, *, q: str, sort: str, offset: int, limit: int
+    ) -> tuple[int, list[dict[str, Any]]]: ...
+
+
+class AvailableEntry(Protocol):
+    """The community-directory entry with this id, when no installed package has it, or None."""
+
+    def __call__(self, *, package_id: str) -> dict[str, Any] | None: ...
 
 
 F = TypeVar("F")
@@ -107,9 +116,10 @@ source_plugin_loader: Callout[SourcePluginLoader] = Callout(
 package_provenance: Callout[PackageProvenance] = Callout(
     "package_provenance", "installs (installs/apps.py)"
 )
-catalogue_available: Callout[CatalogueAvailable] = Callout(
-    "catalogue_available", "installs (installs/apps.py)"
+available_entries: Callout[AvailableEntries] = Callout(
+    "available_entries", "installs (installs/apps.py)"
 )
+available_entry: Callout[AvailableEntry] = Callout("available_entry", "installs (installs/apps.py)")
 
 ALL: Sequence[Callout[Any]] = (
     approval_request_sync,
@@ -118,5 +128,6 @@ ALL: Sequence[Callout[Any]] = (
     package_code_checks,
     source_plugin_loader,
     package_provenance,
-    catalogue_available,
+    available_entries,
+    available_entry,
 )

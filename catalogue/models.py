@@ -51,6 +51,10 @@ class Package(models.Model):
     trust = models.CharField(max_length=20, choices=Trust.choices)
     state = models.CharField(max_length=20, choices=State.choices)
     content_hash = models.CharField(max_length=64)
+    # [[path, size, mtime_ns, ctime_ns, inode], ...] of the files content_hash covers, as the
+    # sync last found them: all the same means unchanged, without reading a byte
+    # (loader.package_stats). [] means not known (first index, or files written during it).
+    file_stats = models.JSONField(default=list, blank=True)
     # The normalised manifest (Manifest.data, thawed) when loaded; the raw frontmatter otherwise.
     manifest = models.JSONField(default=dict)
     errors = models.JSONField(default=list)

@@ -312,7 +312,7 @@ def nearest_names(query: str, names: dict[str, str], *, limit: int = 3) -> list[
 
 
 def fts_available(alias: str) -> bool:
-    """Whether the SQLite FTS5 trigram index of migration 0010 answers substring tests."""
+    """Whether the SQLite FTS5 trigram index of migration 0011 answers substring tests."""
     return connections[alias].vendor == "sqlite" and sqlite_trigram_supported()
 
 

@@ -37,6 +37,7 @@ from catalogue.text import prompt_summary
 
 SORTS = ("relevance", "name", "updated")
 COSTS = ("llm", "function", "none")
+AVAILABILITY = ("installed", "available")
 STAGES = ("setup", "pre-turn", "narrative", "post-turn", "audit")
 DEFAULT_SETTLE_WAIT_MS = 60000  # the spec's default maxSettleWaitMs
 DEFAULT_PAGE_SIZE = 20
@@ -63,6 +64,8 @@ class PackageFilters:
     contract: str = ""
     state: str = ""
     sort: str = ""
+    # "" both, "installed" or "available" (community-directory entries, catalogue/available.py).
+    availability: str = ""
 
     @property
     def effective_sort(self) -> str:
@@ -596,6 +599,7 @@ def package_filters_from(params: Any) -> PackageFilters:
         contract=one("contract"),
         state=one("state"),
         sort=one("sort") if one("sort") in SORTS else "",
+        availability=one("availability") if one("availability") in AVAILABILITY else "",
     )
 
 

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, time
 from pathlib import Path
 from typing import Any
 
@@ -22,35 +19,24 @@ from django.db.models import BooleanField, ExpressionWrapper, ProtectedError, Q,
 from django.utils import timezone
 
 from catalogue import callouts
-from catalogue.locales import package_translations, search_words
-from catalogue.manifest.loader import rules_version
-from catalogue.manifest.rules import is_package_id
+from catalogue.locales import search_words
+from catalogue.manifest.loader import package_stats, rules_version
 from catalogue.manifest.types import Issue, LoadResult, thaw
 from catalogue.models import (
-    Action,
-    ActionKind,
     Command,
     CommandArgument,
     Contract,
-    DataNamespace,
-    Dataset,
-    Event,
-    Extension,
     ExternalLink,
-    Hook,
     HttpPermission,
     Package,
     PackageContract,
     PackageTag,
     PackageVersion,
     Runtime,
-    Service,
     Setting,
     SettingOption,
-    Tool,
-    UISpec,
 )
-from catalogue.text import prompt_summary
+from catalogue.rows import Rows, json_safe, no_nul, package_id_of, rows_from
 
 log = logging.getLogger(__name__)
 
@@ -67,396 +53,6 @@ def package_content_hash(*, path: Path) -> str:
     from catalogue.manifest.loader import package_hash
 
     return package_hash(Path(path))
-
-
-# --- Reading manifest values defensively ----------------------------------------------------
-# An invalid package still gets its card from the raw frontmatter, which may hold any types.
-
-
-def _no_nul(text: str) -> str:
-    # PostgreSQL text and jsonb cannot hold NUL, which YAML's "\0" escape can produce.
-    return text.replace("\x00", "\ufffd")
-
-
-def _str(value: Any, limit: int | None = None) -> str:
-    if value is None or isinstance(value, dict | list | tuple):
-        return ""
-    text = _no_nul(str(value))
-    return text[:limit] if limit else text
-
-
-def _list(value: Any) -> list:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def json_safe(value: Any) -> Any:
-    """Plain JSON: YAML may give dates, .inf/.nan and non-string keys that JSON columns refuse."""
-    if isinstance(value, Mapping):
-        return {_no_nul(str(k)): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [json_safe(v) for v in value]
-    if isinstance(value, str):
-        return _no_nul(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, date | time):
-        return value.isoformat()
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
-def _https(value: Any) -> str:
-    """Only https addresses become links; anything else is dropped (the spec allows no other)."""
-    text = _str(value, 2000).strip()
-    return text if re.match(r"^https://[^\s]+$", text, re.IGNORECASE) else ""
-
-
-def package_id_of(result: LoadResult) -> str:
-    """The loader's package id when it is a well-formed id, else the folder name.
-
-    An invalid package may carry any written id ("a/b", "<x>"); keying it by its folder keeps
-    its catalogue address valid and unique per folder.
-    """
-    written = result.package_id
-    if isinstance(written, str) and is_package_id(written):
-        return written
-    return Path(result.path).name[:100]
-
-
-@dataclass
-class _Rows:
-    """Everything derived from one manifest, ready for bulk_create."""
-
-    fields: dict[str, Any]
-    tags: list[tuple[str, bool]] = field(default_factory=list)
-    contracts: list[tuple[str, str, bool]] = field(
-        default_factory=list
-    )  # contract, relation, default
-    links: list[tuple[str, str, str]] = field(default_factory=list)  # kind, label, url
-    runtimes: list[dict[str, Any]] = field(default_factory=list)
-    simple: dict[type, list[dict[str, Any]]] = field(default_factory=dict)
-    commands: list[tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=list)
-    settings: list[tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=list)
-    http: list[tuple[str | None, str, list[str]]] = field(
-        default_factory=list
-    )  # runtime, origin, methods
-
-
-def _http_entries(value: Any) -> Iterator[tuple[str, list[str]]]:
-    for item in _list(_dict(value).get("http")):
-        item = _dict(item)
-        origin = _str(item.get("origin"), 500)
-        if origin:
-            yield origin, [m for m in _list(item.get("methods")) if isinstance(m, str)]
-
-
-def _runtime_row(runtime_id: str, qualified_id: str, file: str, prompt: str, data: dict) -> dict:
-    schedule = _dict(data.get("schedule"))
-    trigger = _dict(schedule.get("trigger"))
-    detached_value = schedule.get("detached", False)
-    detached_opts = detached_value if isinstance(detached_value, dict) else {}
-    detached = detached_value is True or isinstance(detached_value, dict)
-    is_function = "function" in data
-    model = (
-        _dict(data.get("function")).get("model")
-        if is_function
-        else _dict(data.get("agent")).get("model")
-    )
-    io = _dict(data.get("io"))
-    visibility = _str(io.get("visibility")) or "system"
-    if not model and not is_function:
-        # The spec's default slot: story for the story runtime, plugin for every other agent.
-        model = "story" if visibility == "story" else "plugin"
-    settle = bool(detached_opts.get("settle", False))
-    return {
-        "runtime_id": runtime_id[:200],
-        "qualified_id": qualified_id[:300],
-        "file": file[:500],
-        "description": _str(data.get("description")),
-        "kind": "function" if is_function else "agent",
-        "stage": _str(schedule.get("stage"), 20),
-        "trigger": _str(trigger.get("type"), 20) or "auto",
-        "trigger_topic": _str(trigger.get("topic"), 200),
-        "model_slot": _str(model, 100),
-        "visibility": visibility[:20],
-        "output_contract": _str(_dict(io.get("output")).get("contract"), 200),
-        "background": schedule.get("background") is True,
-        "subagent_only": schedule.get("subagentOnly") is True,
-        "detached": detached,
-        "settle": settle,
-        "max_settle_wait_ms": _int(detached_opts.get("maxSettleWaitMs")),
-        "max_queue_ms": _int(detached_opts.get("maxQueueMs")),
-        "max_execution_ms": _int(detached_opts.get("maxExecutionMs")),
-        "prompt": _no_nul(prompt or ""),
-        "data": data,
-    }
-
-
-def _rows_from(result: LoadResult) -> _Rows:
-    manifest = result.manifest
-    ok = result.ok and manifest is not None
-    data: dict = json_safe(
-        thaw(manifest.data) if ok else _dict(thaw(result.raw) if result.raw else {})
-    )
-    author = _dict(data.get("author"))
-    package_id = package_id_of(result)
-    display_name = _str(data.get("displayName"), 300) or package_id
-    inline = _dict(data.get("runtime"))
-    # The card summarises the inline runtime's prompt; a concealed runtime's prompt stays hidden.
-    body = manifest.body if ok and inline and not _dict(inline.get("io")).get("concealed") else ""
-    # Without an inline runtime the PLUGIN.md body is nobody's prompt, and no other row keeps it.
-    owned = ok and any(r.file == "PLUGIN.md" for r in manifest.runtimes)
-    notes = manifest.body if ok and not owned else ""
-    rows = _Rows(
-        fields={
-            "package_id": package_id,
-            "kind": _str(data.get("kind"), 20) or "plugin",
-            "version": _str(data.get("version"), 100) or "0.0.0",
-            "display_name": display_name,
-            "description": _str(data.get("description")),
-            "manifest": data,
-            "errors": json_safe([i.as_dict() for i in result.errors]),
-            "warnings": json_safe([i.as_dict() for i in result.warnings]),
-            "state": Package.State.LOADED if ok else Package.State.ERROR,
-            "author_name": _str(author.get("name"), 300),
-            "author_url": _https(author.get("url")),
-            "author_about": _str(author.get("about")),
-            "license": _str(data.get("license"), 200),
-            "homepage": _https(data.get("homepage")),
-            "covel_range": _str(data.get("covel"), 200),
-            "entry": _str(data.get("entry"), 500),
-            "prompt_summary": prompt_summary(_no_nul(body)),
-            "body": _no_nul(notes),
-        }
-    )
-
-    seen_tags: set[str] = set()
-    for tag in _list(data.get("tags")):
-        tag = tag[:200] if isinstance(tag, str) else ""
-        if not tag or tag in seen_tags:
-            continue
-        if not ok and tag.startswith(("ui:", "cost:")):
-            continue  # written ui:*/cost:* tags are ignored; only the loader derives them
-        seen_tags.add(tag)
-        # The loader replaces every written ui:*/cost:* tag by the ones it derives.
-        rows.tags.append((tag, ok and tag.startswith(("ui:", "cost:"))))
-
-    seen_contracts: set[tuple[str, str]] = set()
-
-    def add_contract(contract: Any, relation: str, default: bool = False) -> None:
-        contract = contract[:200] if isinstance(contract, str) else ""
-        if contract and (contract, relation) not in seen_contracts:
-            seen_contracts.add((contract, relation))
-            rows.contracts.append((contract, relation, default))
-
-    for item in _list(data.get("provides")):
-        if isinstance(item, dict):
-            add_contract(item.get("contract"), "provides", item.get("default") is True)
-        else:
-            add_contract(item, "provides")
-    for item in _list(data.get("requires")):
-        add_contract(item, "requires")
-    for item in _list(data.get("conflicts")):
-        add_contract(item, "conflicts")
-
-    if rows.fields["homepage"]:
-        rows.links.append(("homepage", "Homepage", rows.fields["homepage"]))
-    if rows.fields["author_url"]:
-        rows.links.append(
-            ("author", rows.fields["author_name"] or "Author", rows.fields["author_url"])
-        )
-    for link in _list(author.get("links"))[:6]:  # the spec allows at most 6
-        link = _dict(link)
-        url = _https(link.get("url"))
-        if url:
-            rows.links.append(("author-link", _str(link.get("label"), 300) or url, url))
-
-    if ok:
-        for runtime in manifest.runtimes:
-            rows.runtimes.append(
-                _runtime_row(
-                    runtime.id,
-                    runtime.qualified_id,
-                    runtime.file,
-                    runtime.prompt,
-                    json_safe(thaw(runtime.data)),
-                )
-            )
-    elif isinstance(data.get("runtime"), dict):
-        rows.runtimes.append(_runtime_row(package_id, package_id, "PLUGIN.md", "", data["runtime"]))
-    for runtime in rows.runtimes:
-        add_contract(runtime["output_contract"] or None, "provides")
-        for origin, methods in _http_entries(_dict(runtime["data"]).get("permissions")):
-            rows.http.append((runtime["runtime_id"], origin, methods))
-    for origin, methods in _http_entries(data.get("permissions")):
-        rows.http.append((None, origin, methods))
-
-    contributes = _dict(data.get("contributes"))
-    simple = rows.simple
-    simple[Tool] = [{"name": _str(n, 200)} for n in _list(contributes.get("tools")) if _str(n)]
-    simple[Action] = [{"name": _str(n, 200)} for n in _list(contributes.get("actions")) if _str(n)]
-    simple[ActionKind] = []
-    for item in map(_dict, _list(contributes.get("actionKinds"))):
-        display = _dict(item.get("display"))
-        simple[ActionKind].append(
-            {
-                "name": _str(item.get("name"), 200),
-                "label": _str(display.get("label"), 300),
-                "icon": _str(display.get("icon"), 100),
-                "placeholder": _str(display.get("placeholder"), 500),
-                "roles": _list(item.get("roles")) or ["player"],
-                "text": _str(item.get("text"), 20) or "optional",
-                "actor": item.get("actor") is not False,
-                "schema": _str(item.get("schema"), 500),
-            }
-        )
-    simple[Service] = []
-    for item in _list(contributes.get("services")):
-        item = {"contract": item} if isinstance(item, str) else _dict(item)
-        simple[Service].append(
-            {
-                "contract": _str(item.get("contract"), 200),
-                "access": _str(item.get("access"), 10) or "read",
-                "model_facing": item.get("modelFacing") is True,
-            }
-        )
-    simple[Extension] = []
-    for item in _list(contributes.get("extensions")):
-        if isinstance(item, str):
-            point, _, ext_id = item.rpartition("/")
-            item = {"point": point, "id": ext_id}
-        item = _dict(item)
-        simple[Extension].append(
-            {
-                "point": _str(item.get("point"), 200),
-                "extension_id": _str(item.get("id"), 200),
-                "order": item.get("order") if isinstance(item.get("order"), int) else 0,
-                "slot": _str(item.get("slot"), 200),
-                "watch": _list(item.get("watch")),
-                "preview": _list(item.get("preview")),
-            }
-        )
-    simple[Hook] = []
-    for item in _list(contributes.get("hooks")):
-        item = {"event": item} if isinstance(item, str) else _dict(item)
-        simple[Hook].append(
-            {
-                "event": _str(item.get("event"), 40),
-                "enforce": _str(item.get("enforce"), 10) or "normal",
-            }
-        )
-    simple[Event] = [
-        {
-            "topic": _str(item.get("topic"), 200),
-            "schema": _str(item.get("schema"), 500),
-            "description": _str(item.get("description")),
-            "advertise": item.get("advertise") is not False,
-        }
-        for item in map(_dict, _list(contributes.get("events")))
-    ]
-    simple[Dataset] = [
-        {
-            "name": _str(name, 200),
-            "schema": _str(item.get("schema"), 500),
-            "key": _str(item.get("key"), 200),
-            "ops": _list(item.get("ops")),
-            "tools": _list(item.get("tools")),
-            "description": _str(item.get("description")),
-        }
-        for name, item in ((n, _dict(v)) for n, v in _dict(contributes.get("datasets")).items())
-    ]
-    simple[DataNamespace] = [
-        {
-            "namespace": _str(name, 200),
-            "schema": _str(item.get("schema"), 500),
-            "description": _str(item.get("description")),
-            "version": _int(item.get("version")) or 1,
-            "accepts": _list(item.get("accepts")),
-            "authoring": item.get("authoring") if isinstance(item.get("authoring"), dict) else None,
-            "search_field": _str(_dict(item.get("search")).get("text"), 200),
-        }
-        for name, item in ((n, _dict(v)) for n, v in _dict(contributes.get("data")).items())
-    ]
-    ui = _dict(contributes.get("ui"))
-    simple[UISpec] = [
-        {"placement": placement, "path": _str(path, 500)}
-        for placement in ("view", "right", "message", "segment")
-        for path in _list(ui.get(placement))
-        if _str(path)
-    ]
-
-    for item in map(_dict, _list(contributes.get("commands"))):
-        command = {
-            "name": _str(item.get("name"), 200),
-            "description": _str(item.get("description")),
-            "action": _str(item.get("action"), 200),
-            "aliases": [a for a in _list(item.get("aliases")) if isinstance(a, str)],
-            "context": [c for c in _list(item.get("context")) if isinstance(c, str)],
-        }
-        arguments = [
-            {
-                "name": _str(arg.get("name"), 200),
-                "type": _str(arg.get("type"), 20) or "string",
-                "description": _str(arg.get("description")),
-                "required": arg.get("required") is True,
-                "variadic": arg.get("variadic") is True,
-                "choices": [c for c in _list(arg.get("choices")) if isinstance(c, str)],
-            }
-            for arg in map(_dict, _list(item.get("arguments")))
-        ]
-        rows.commands.append((command, arguments))
-
-    for item in map(_dict, _list(contributes.get("settings"))):
-        setting = {
-            "key": _str(item.get("key"), 200),
-            "type": _str(item.get("type"), 20),
-            "label": _str(item.get("label"), 300),
-            "description": _str(item.get("description")),
-            "default": item.get("default"),
-            "has_default": "default" in item,
-            "min": _float(item.get("min")),
-            "max": _float(item.get("max")),
-            "step": _float(item.get("step")),
-        }
-        options = [
-            {"value": _str(o.get("value"), 300), "label": _str(o.get("label"), 300)}
-            for o in map(_dict, _list(item.get("options")))
-        ]
-        rows.settings.append((setting, options))
-
-    words = [
-        package_id,
-        display_name,
-        rows.fields["description"],
-        rows.fields["author_name"],
-        *(t for t, _ in rows.tags),
-        *(c for c, _, _ in rows.contracts),
-        *(t["name"] for t in simple[Tool]),
-        *(c["name"] for c, _ in rows.commands),
-    ]
-    rows.fields["search_text"] = " ".join(w for w in words if w).casefold()
-    rows.fields["name_key"] = display_name.casefold()[:300]
-    return rows
-
-
-def _bulk(model: type, package: Package, items: Iterable[dict[str, Any]]) -> list:
-    objs = [model(package=package, position=i, **item) for i, item in enumerate(items)]
-    return model.objects.bulk_create(objs) if objs else []
 
 
 def _contract_rows(contract_ids: set[str]) -> dict[str, Contract]:
@@ -490,6 +86,41 @@ def _keep_replaced_version(*, package_id: str, version: str) -> None:
     )
 
 
+def _package_fields(
+    *,
+    result: LoadResult,
+    source: str,
+    content_hash: str,
+    host_version: str,
+    shadowed: list[dict[str, str]] | None,
+    file_stats: list[list[Any]] | None,
+) -> Rows:
+    """The rows of one loader verdict, with every column of the package row in rows.fields."""
+    rows = rows_from(result)
+    # Read by the loader with the locale files it checked; never read again here.
+    translations = thaw(result.manifest.translations) if result.ok else {}
+    rows.fields["translations"] = json_safe(translations)
+    if translations:
+        # Found by their names in every language, CJK included (substring match, no spaces).
+        extra = " ".join(search_words(translations)).casefold()
+        rows.fields["search_text"] = f"{rows.fields['search_text']} {no_nul(extra)}"
+    trust = Package.Trust.BUNDLED if source == Package.Source.BUNDLED else Package.Trust.COMMUNITY
+    rows.fields.update(
+        {
+            "source": source,
+            "trust": trust,
+            "source_dir": str(result.path)[:1000],
+            "content_hash": content_hash,
+            "file_stats": file_stats or [],
+            "host_version": host_version,
+            "rules_version": rules_version(),
+            "shadowed": shadowed or [],
+            "indexed_at": timezone.now(),
+        }
+    )
+    return rows
+
+
 def package_index(
     *,
     result: LoadResult,
@@ -497,70 +128,141 @@ def package_index(
     content_hash: str,
     host_version: str,
     shadowed: list[dict[str, str]] | None = None,
+    file_stats: list[list[Any]] | None = None,
 ) -> Package:
     """Store one loader verdict: upsert the package row, then rebuild its child rows in bulk."""
-    rows = _rows_from(result)
-    translations = package_translations(Path(result.path)) if result.ok else {}
-    rows.fields["translations"] = json_safe(translations)
-    if translations:
-        # Found by their names in every language, CJK included (substring match, no spaces).
-        extra = " ".join(search_words(translations)).casefold()
-        rows.fields["search_text"] = f"{rows.fields['search_text']} {_no_nul(extra)}"
-    trust = Package.Trust.BUNDLED if source == Package.Source.BUNDLED else Package.Trust.COMMUNITY
+    rows = _package_fields(
+        result=result,
+        source=source,
+        content_hash=content_hash,
+        host_version=host_version,
+        shadowed=shadowed,
+        file_stats=file_stats,
+    )
     _keep_replaced_version(package_id=rows.fields["package_id"], version=rows.fields["version"])
+    fields = dict(rows.fields)
     package, created = Package.objects.update_or_create(
-        package_id=rows.fields["package_id"],
-        defaults={
-            **rows.fields,
-            "source": source,
-            "trust": trust,
-            "source_dir": str(result.path)[:1000],
-            "content_hash": content_hash,
-            "host_version": host_version,
-            "rules_version": rules_version(),
-            "shadowed": shadowed or [],
-            "indexed_at": timezone.now(),
-        },
+        package_id=fields.pop("package_id"), defaults=fields
     )
     # Children are cheap to rebuild and never edited in place, so replace them wholesale.
     children = (PackageTag, PackageContract, ExternalLink, Runtime, Command, Setting, *rows.simple)
     for model in children if not created else ():
         model.objects.filter(package=package).delete()
+    _children_create([(package, rows)])
+    return package
 
-    _bulk(PackageTag, package, ({"tag": t, "derived": d} for t, d in rows.tags))
-    contracts = _contract_rows({c for c, _, _ in rows.contracts})
-    _bulk(
-        PackageContract,
-        package,
-        ({"contract": contracts[c], "relation": r, "is_default": d} for c, r, d in rows.contracts),
-    )
-    _bulk(ExternalLink, package, ({"kind": k, "label": lb, "url": u} for k, lb, u in rows.links))
-    runtimes = {r.runtime_id: r for r in _bulk(Runtime, package, rows.runtimes)}
-    if rows.http and runtimes and any(r.pk is None for r in runtimes.values()):
-        runtimes = {r.runtime_id: r for r in Runtime.objects.filter(package=package)}
-    _bulk(
-        HttpPermission,
-        package,
-        (
-            {"runtime": runtimes.get(rid) if rid else None, "origin": o, "methods": m}
-            for rid, o, m in rows.http
+
+def packages_index_new(items: list[tuple[LoadResult, dict[str, Any]]]) -> list[Package]:
+    """Store many loader verdicts of packages that have no row yet (a first sync): every
+    package row in one INSERT, then each kind of child row in one INSERT for all of them.
+    items: (result, the package_index keywords but result). The caller holds the transaction."""
+    built = [_package_fields(result=result, **kwargs) for result, kwargs in items]
+    packages = Package.objects.bulk_create([Package(**rows.fields) for rows in built])
+    if any(p.pk is None for p in packages):  # a database that returns no ids from a bulk insert
+        ids = dict(
+            Package.objects.filter(package_id__in=[p.package_id for p in packages]).values_list(
+                "package_id", "pk"
+            )
+        )
+        for package in packages:
+            package.pk = ids[package.package_id]
+    _children_create(list(zip(packages, built, strict=True)))
+    return packages
+
+
+def _children_create(indexed: list[tuple[Package, Rows]]) -> None:
+    """Every child row of the given packages, one bulk INSERT per kind."""
+
+    def bulk(model: type, objs: list) -> list:
+        return model.objects.bulk_create(objs, batch_size=500) if objs else []
+
+    def numbered(model: type, items: Iterable[tuple[Package, Iterable[dict[str, Any]]]]) -> list:
+        return [
+            model(package=package, position=i, **item)
+            for package, rows in items
+            for i, item in enumerate(rows)
+        ]
+
+    bulk(
+        PackageTag,
+        numbered(
+            PackageTag, ((p, [{"tag": t, "derived": d} for t, d in r.tags]) for p, r in indexed)
         ),
     )
-    for model, items in rows.simple.items():
-        _bulk(model, package, items)
-    commands = _bulk(Command, package, (c for c, _ in rows.commands))
-    CommandArgument.objects.bulk_create(
-        CommandArgument(command=command, position=i, **arg)
-        for command, (_, args) in zip(commands, rows.commands, strict=True)
-        for i, arg in enumerate(args)
+    contracts = _contract_rows({c for _, r in indexed for c, _, _ in r.contracts})
+    bulk(
+        PackageContract,
+        numbered(
+            PackageContract,
+            (
+                (
+                    p,
+                    [
+                        {"contract": contracts[c], "relation": rel, "is_default": d}
+                        for c, rel, d in r.contracts
+                    ],
+                )
+                for p, r in indexed
+            ),
+        ),
     )
-    settings_rows = _bulk(Setting, package, (s for s, _ in rows.settings))
-    SettingOption.objects.bulk_create(
-        SettingOption(setting=setting, position=i, **opt)
-        for setting, (_, opts) in zip(settings_rows, rows.settings, strict=True)
-        for i, opt in enumerate(opts)
+    bulk(
+        ExternalLink,
+        numbered(
+            ExternalLink,
+            ((p, [{"kind": k, "label": lb, "url": u} for k, lb, u in r.links]) for p, r in indexed),
+        ),
     )
-    return package
+    runtimes = bulk(Runtime, numbered(Runtime, ((p, r.runtimes) for p, r in indexed)))
+    if any(r.pk is None for r in runtimes) and any(r.http for _, r in indexed):
+        runtimes = list(Runtime.objects.filter(package__in=[p for p, _ in indexed]))
+    by_runtime = {(r.package_id, r.runtime_id): r for r in runtimes}
+    bulk(
+        HttpPermission,
+        numbered(
+            HttpPermission,
+            (
+                (
+                    p,
+                    [
+                        {
+                            "runtime": by_runtime.get((p.pk, rid)) if rid else None,
+                            "origin": o,
+                            "methods": m,
+                        }
+                        for rid, o, m in r.http
+                    ],
+                )
+                for p, r in indexed
+            ),
+        ),
+    )
+    for model in dict.fromkeys(m for _, r in indexed for m in r.simple):
+        bulk(model, numbered(model, ((p, r.simple.get(model, [])) for p, r in indexed)))
+    commands = bulk(
+        Command, numbered(Command, ((p, [c for c, _ in r.commands]) for p, r in indexed))
+    )
+    arguments = [args for _, r in indexed for _, args in r.commands]
+    bulk(
+        CommandArgument,
+        [
+            CommandArgument(command=command, position=i, **arg)
+            for command, args in zip(commands, arguments, strict=True)
+            for i, arg in enumerate(args)
+        ],
+    )
+    settings_rows = bulk(
+        Setting, numbered(Setting, ((p, [st for st, _ in r.settings]) for p, r in indexed))
+    )
+    options = [opts for _, r in indexed for _, opts in r.settings]
+    bulk(
+        SettingOption,
+        [
+            SettingOption(setting=setting, position=i, **opt)
+            for setting, opts in zip(settings_rows, options, strict=True)
+            for i, opt in enumerate(opts)
+        ],
+    )
 
 
 # --- Sync -----------------------------------------------------------------------------------
@@ -624,15 +326,15 @@ def package_candidates(*, folders: list[PluginFolder]) -> list[tuple[Path, str]]
     return found
 
 
-def _load_package(path: Path, host_version: str) -> LoadResult:
+def _load_package(path: Path, host_version: str, content_hash: str = "") -> LoadResult:
     from catalogue.manifest.loader import load_package
 
-    return load_package(path, host_version=host_version)
+    return load_package(path, host_version=host_version, content_hash=content_hash)
 
 
-def _load(path: Path, host_version: str) -> LoadResult:
+def _load(path: Path, host_version: str, content_hash: str = "") -> LoadResult:
     try:
-        return _load_package(path, host_version)
+        return _load_package(path, host_version, content_hash)
     except Exception as exc:  # a loader bug on one package must not stop the others
         log.exception("the loader failed on %s", path)
         return LoadResult(
@@ -714,6 +416,7 @@ def _packages_sync(
             "shadowed",
             "trust",
             "code_checked",
+            "file_stats",
         ).annotate(
             # A row indexed before a column was added (body NULL) lacks data its hash cannot
             # tell: treat it as changed, once.
@@ -725,23 +428,39 @@ def _packages_sync(
     sources: dict[str, str] = {}  # folder -> Package.Source, for the shadowing note
     versions: dict[str, str] = {}  # folder of an ignored copy -> the version it declares
     kept: set[int] = set()
-    pending: list[tuple[str, Path, str, str, LoadResult | None, Package | None]] = []
+    pending: list[
+        tuple[str, Path, str, str, list[list[Any]], LoadResult | None, Package | None]
+    ] = []
 
+    stats_seen: dict[int, list[list[Any]]] = {}  # row pk -> fresh stats of an unchanged package
+    rules = rules_version()
     for number, (path, source) in enumerate(candidates, start=1):
         if progress:
             progress(number, len(candidates), path.name)
-        content_hash = package_content_hash(path=path)
         row = existing.get(str(path))
-        unchanged = (
+        known = (
             not force
             and row is not None
-            and row.content_hash == content_hash
             and row.host_version == host_version
-            and row.rules_version == rules_version()
+            and row.rules_version == rules
             and row.source == source
             and not row.stale
         )
-        result = None if unchanged else _load(path, host_version)
+        stats = package_stats(path)
+        content_hash = ""
+        if known and stats and stats == row.file_stats:
+            unchanged = True  # every file's size and times as last seen: no byte is read
+            content_hash = row.content_hash
+        elif known:
+            content_hash = package_content_hash(path=path)
+            unchanged = row.content_hash == content_hash
+            if unchanged and stats != row.file_stats:
+                stats_seen[row.pk] = stats  # touched, not changed: only the stats are new
+        else:
+            unchanged = False
+        result = None if unchanged else _load(path, host_version, content_hash)
+        if result is not None:
+            content_hash = result.content_hash or content_hash or package_content_hash(path=path)
         package_id = row.package_id if unchanged else package_id_of(result)
         sources[str(path)] = source
         if package_id in claimed:
@@ -749,7 +468,9 @@ def _packages_sync(
             versions[str(path)] = _declared_version(result)
             continue
         claimed[package_id] = path
-        pending.append((package_id, path, source, content_hash, result, row if unchanged else None))
+        pending.append(
+            (package_id, path, source, content_hash, stats, result, row if unchanged else None)
+        )
 
     shadowed: dict[str, list[dict[str, str]]] = {}
     for package_id, ignored, kept_dir in summary.duplicates:
@@ -765,10 +486,18 @@ def _packages_sync(
 
     scopes = _approval_scope_hashes()
     checks: list[tuple[Package, Any]] = []  # (row, its Manifest or None) for the code check
-    for package_id, path, source, content_hash, result, row in pending:
+    known_ids = {row.package_id for row in existing.values()}
+    batched = _index_new_in_batches(
+        [item for item in pending if item[6] is None and item[0] not in known_ids],
+        host_version=host_version,
+        shadowed=shadowed,
+    )
+    for package_id, path, source, content_hash, stats, result, row in pending:
         if row is not None:
             summary.unchanged.append(package_id)
             kept.add(row.pk)
+            if row.pk in stats_seen:
+                Package.objects.filter(pk=row.pk).update(file_stats=stats_seen[row.pk])
             if row.source != Package.Source.BUNDLED and scopes.get(package_id) != content_hash:
                 # Indexed, but approvals never saw these files (a sync from before one package
                 # transaction, or a crash): record what it asks for now rather than leave it
@@ -785,18 +514,17 @@ def _packages_sync(
             if row.state == Package.State.ERROR:
                 summary.invalid.append((package_id, row.errors))
             continue
+        package = batched.get(package_id)
         try:
-            # The package's rows and its approval request commit together or not at all.
-            with transaction.atomic():
-                package = package_index(
-                    result=result,
+            if package is None:  # not indexed with a batch of new packages
+                package = _index_one(
+                    result,
                     source=source,
                     content_hash=content_hash,
                     host_version=host_version,
                     shadowed=shadowed.get(package_id),
+                    file_stats=stats,
                 )
-                if package.trust == Package.Trust.COMMUNITY:
-                    _request_approval(package)
         except Exception as exc:  # one package's rows must never stop the others
             log.exception("could not index %s", path)
             previous = existing.get(str(path))
@@ -839,15 +567,71 @@ def _packages_sync(
             )
         )
 
-    gone = Package.objects.exclude(pk__in=kept)
-    summary.removed = sorted(gone.values_list("package_id", flat=True))
+    # The rows no folder claimed, found in memory: a NOT IN over every kept row would pass one
+    # parameter per package (PostgreSQL takes at most 65,535).
+    gone = [row for row in existing.values() if row.pk not in kept]
+    summary.removed = sorted(row.package_id for row in gone)
     if summary.removed:
         try:
-            gone.delete()
+            with transaction.atomic():
+                Package.objects.filter(pk__in=[row.pk for row in gone]).delete()
         except (ProtectedError, RestrictedError):  # another app still needs a removed row
             log.exception("could not remove %s", ", ".join(summary.removed))
             summary.removed = []
     return summary
+
+
+def _index_one(result: LoadResult, **kwargs: Any) -> Package:
+    # The package's rows and its approval request commit together or not at all.
+    with transaction.atomic():
+        package = package_index(result=result, **kwargs)
+        if package.trust == Package.Trust.COMMUNITY:
+            _request_approval(package)
+    return package
+
+
+# New packages indexed together: one INSERT per table for this many (a first sync of a large
+# community directory), each batch with its approval requests in one transaction.
+INDEX_BATCH = 250
+
+
+def _index_new_in_batches(
+    items: list[tuple[str, Path, str, str, list[list[Any]], Any, Any]],
+    *,
+    host_version: str,
+    shadowed: dict[str, list[dict[str, str]]],
+) -> dict[str, Package]:
+    """package id -> its new row, for the packages a batch indexed. A batch that fails is
+    rolled back whole and its packages are left to the one-at-a-time path, which tells which
+    package failed and why."""
+    indexed: dict[str, Package] = {}
+    for start in range(0, len(items), INDEX_BATCH):
+        batch = items[start : start + INDEX_BATCH]
+        try:
+            with transaction.atomic():
+                packages = packages_index_new(
+                    [
+                        (
+                            result,
+                            {
+                                "source": source,
+                                "content_hash": content_hash,
+                                "host_version": host_version,
+                                "shadowed": shadowed.get(package_id),
+                                "file_stats": stats,
+                            },
+                        )
+                        for package_id, _, source, content_hash, stats, result, _ in batch
+                    ]
+                )
+                for package in packages:
+                    if package.trust == Package.Trust.COMMUNITY:
+                        _request_approval(package)
+        except Exception:
+            log.exception("a batch of %d new packages failed; indexing them one by one", len(batch))
+            continue
+        indexed.update((p.package_id, p) for p in packages)
+    return indexed
 
 
 def _code_checks(checks: list[tuple[Package, Any]]) -> None:
@@ -918,13 +702,15 @@ def package_sync_one(*, path: Path, source: str = Package.Source.COMMUNITY) -> P
     that no other folder claims the id (a full sync's precedence rule)."""
     host_version = settings.COVEL_HOST_VERSION
     with sync_lock():
+        stats = package_stats(path)  # before any read: a file changed meanwhile shows next time
         result = _load(path, host_version)
         with transaction.atomic():
             package = package_index(
                 result=result,
                 source=source,
-                content_hash=package_content_hash(path=path),
+                content_hash=result.content_hash or package_content_hash(path=path),
                 host_version=host_version,
+                file_stats=stats,
             )
             if package.trust == Package.Trust.COMMUNITY:
                 _request_approval(package)

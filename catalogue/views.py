@@ -14,12 +14,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from catalogue import callouts
+from catalogue.available import available_entry, catalogue_page
 from catalogue.graph import contract_graph_svg
 from catalogue.models import ExternalLink, Package
 from catalogue.plain import package_plain_words
 from catalogue.readme import SERVED_TYPES, markdown_html, package_file, package_readme_html
 from catalogue.search import nearest_names
 from catalogue.selectors import (
+    AVAILABILITY,
     COSTS,
     SORTS,
     contract_ids,
@@ -27,7 +29,6 @@ from catalogue.selectors import (
     package_filters_from,
     package_get,
     package_localized,
-    package_page,
     package_summary,
 )
 from catalogue.services import packages_sync
@@ -49,12 +50,6 @@ def _provenance(package_id: str) -> dict[str, Any] | None:
     return callouts.package_provenance.get()(package_id=package_id)
 
 
-def _available(query: str) -> list[dict[str, Any]]:
-    """Community-directory entries not installed yet, matching the search (installs/, above the
-    catalogue, through its slot). Shown on the first page only."""
-    return callouts.catalogue_available.get()(q=query)
-
-
 def _page_number(value: str | None) -> int:
     try:
         return max(1, int(value or 1))
@@ -65,14 +60,17 @@ def _page_number(value: str | None) -> int:
 @require_GET
 def package_list(request: HttpRequest) -> HttpResponse:
     filters = package_filters_from(request.GET)
-    page = package_page(
+    # Installed packages, then the community directory's entries not installed (available.py).
+    page = catalogue_page(
         filters=filters,
         page=_page_number(request.GET.get("page")),
         page_size=PAGE_SIZE,
         facets=True,
     )
     if page.page > page.num_pages:  # a stale link past the end shows the last page
-        page = package_page(filters=filters, page=page.num_pages, page_size=PAGE_SIZE, facets=True)
+        page = catalogue_page(
+            filters=filters, page=page.num_pages, page_size=PAGE_SIZE, facets=True
+        )
     # Whether each package on the page may be used (pending, denied...): two queries per page.
     usability = _usability([p.package_id for p in page.items])
     selected = set(filters.tags)
@@ -104,7 +102,10 @@ def package_list(request: HttpRequest) -> HttpResponse:
             for p in page.items
         ],
         "facets": facets,
-        "available": _available(filters.q) if page.page == 1 and not filters.tags else [],
+        "available": page.available,
+        # The badges say installed / available once the list can hold both.
+        "mixed": page.available_count > 0 or bool(filters.availability),
+        "availabilities": AVAILABILITY,
         "contracts": contract_ids(),
         "kinds": ["plugin", "core"],
         "sources": Package.Source.choices,
@@ -128,7 +129,10 @@ def package_list(request: HttpRequest) -> HttpResponse:
 def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
     package = package_get(package_id=package_id)
     if package is None:
-        raise Http404("No package with this id is installed.")
+        entry = available_entry(package_id=package_id)
+        if entry is None:
+            raise Http404("No package with this id is installed.")
+        return render(request, "catalogue/available.html", {"entry": entry})
     card = package_card(package)
     graph = contract_graph_svg(
         package_id=package.package_id,

@@ -224,7 +224,16 @@ COVEL_COMMUNITY_PLUGIN_DIRS = [
     *env_paths("COVEL_COMMUNITY_PLUGIN_DIRS"),
     COVEL_INSTALLED_PLUGINS_DIR,
 ]
-COVEL_WORLD_DIRS = [BASE_DIR / "world-packages", *env_paths("COVEL_WORLD_DIRS")]
+# Worlds installed with a collection (installs/, as Covel installs a collection's worlds): read
+# last, so a bundled or configured world keeps its id.
+COVEL_INSTALLED_WORLDS_DIR = Path(
+    env_str("COVEL_INSTALLED_WORLDS_DIR", str(VAR_DIR / "installed-worlds"))
+)
+COVEL_WORLD_DIRS = [
+    BASE_DIR / "world-packages",
+    *env_paths("COVEL_WORLD_DIRS"),
+    COVEL_INSTALLED_WORLDS_DIR,
+]
 COVEL_SOURCE_PLUGIN_DIRS = [BASE_DIR / "source-plugins", *env_paths("COVEL_SOURCE_PLUGIN_DIRS")]
 # The Covel host version this hub stands in for when checking a package's `covel` range.
 COVEL_HOST_VERSION = env_str("COVEL_HOST_VERSION", "0.1.0")

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
+from catalogue.manifest.rules.common import is_package_id
 from installs import gitsource
 from installs.archive import Entry
 from installs.models import DirectoryEntry, DirectorySource
@@ -100,8 +101,37 @@ def validate(schema: dict[str, Any], value: Any, at: str) -> None:
                 validate(schema["additionalProperties"], item, f"{at}.{key}")
 
 
+# The hub's own floor under the directory's schema, which comes from the directory itself and
+# so may say anything: the fields the hub stores and shows are strings of the column's size, and
+# the id is one a package could have (it becomes a catalogue URL and a package id).
+_HUB_FIELDS = {
+    "name": 300,
+    "description": 5000,
+    "author": 300,
+    "maintainer": 20,
+    "category": 20,
+    "status": 20,
+    "repository": 500,
+    "path": 500,
+    "ref": 200,
+}
+
+
+def _hub_rules(entry: dict[str, Any], filename: str) -> None:
+    entry_id = entry.get("id")
+    if not isinstance(entry_id, str) or not is_package_id(entry_id) or len(entry_id) > 64:
+        raise EntryRefused(f"{filename}: id: not a package id (a-z, 0-9 and -, at most 64)")
+    for key, limit in _HUB_FIELDS.items():
+        value = entry.get(key)
+        if not isinstance(value, str):
+            raise EntryRefused(f"{filename}: {key}: must be a string")
+        if len(value) > limit:
+            raise EntryRefused(f"{filename}: {key}: longer than {limit} characters")
+
+
 def validate_entry(schema: dict[str, Any], entry: Any, filename: str) -> None:
     validate(schema, entry, filename)
+    _hub_rules(entry, filename)
     if "en-US" in (entry.get("translations") or {}):
         raise EntryRefused(f"{filename}: English belongs in the base name, description and notes")
     if f"{entry['id']}.json" != filename:

@@ -82,12 +82,14 @@ def job_run(*, job_id: int) -> InstallJob | None:
 
 
 def _dispatch(job: InstallJob, actor: Any, report: Any) -> dict[str, Any]:
-    from installs import remote
+    from installs import remote, tokens
 
     params = job.params
     if job.kind == InstallJob.Kind.INSTALL:
         if "tokens" in params:
             return remote.batch_install(tokens_in=params["tokens"], actor=actor)
+        if tokens.action_of(params["token"]) == "world-install":  # one world of a collection
+            return remote.batch_install(tokens_in=[params["token"]], actor=actor)
         return remote.github_install(token=params["token"], actor=actor, progress=report)
     if job.kind == InstallJob.Kind.UPDATE:
         return remote.update_apply(token=params["token"], actor=actor, progress=report)

@@ -31,6 +31,13 @@ from installs.services import (
     package_mutation,
     reserved_ids,
 )
+from installs.worlds import (
+    world_check_free,
+    world_folders,
+    world_inspect,
+    world_install,
+    world_uninstall_quietly,
+)
 
 COLLECTION_FILE = "covel-collection.yaml"
 COLLECTION_LIMIT = 20
@@ -154,7 +161,29 @@ def github_install(*, token: str, actor: Any, progress: Progress | None = None) 
 # --- Collections ----------------------------------------------------------------------------
 
 
+def _collection_members(data: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    members = data.get(kind)
+    if members is None:
+        return []
+    if not isinstance(members, list):
+        raise InstallProblem(f"{COLLECTION_FILE}: /{kind} must be a list", code="bad_collection")
+    for index, member in enumerate(members):
+        if not isinstance(member, dict) or not isinstance(member.get("path", ""), str):
+            raise InstallProblem(
+                f"{COLLECTION_FILE}: /{kind}/{index} must be {{path}}", code="bad_collection"
+            )
+        if any(part in ("", ".", "..") for part in str(member.get("path") or "x").split("/")):
+            raise InstallProblem(
+                f"{COLLECTION_FILE}: /{kind}/{index}/path must be a relative path without . or "
+                ".. segments",
+                code="bad_collection",
+            )
+    return members
+
+
 def _collection_manifest(entries: list[Entry]) -> dict[str, Any] | None:
+    """covel-collection.yaml (Covel's collectionManifestSchema): schemaVersion 1, an id, and 1
+    to 20 members in `worlds` and `plugins` together."""
     raw = next((e.content for e in entries if e.path == COLLECTION_FILE), None)
     if raw is None:
         return None
@@ -170,56 +199,112 @@ def _collection_manifest(entries: list[Entry]) -> dict[str, Any] | None:
         raise InstallProblem(
             f"{COLLECTION_FILE}: /schemaVersion must be 1 and /id a string", code="bad_collection"
         )
-    plugins = data.get("plugins") or []
-    if not isinstance(plugins, list) or not plugins:
+    data["plugins"] = _collection_members(data, "plugins")
+    data["worlds"] = _collection_members(data, "worlds")
+    count = len(data["plugins"]) + len(data["worlds"])
+    if count == 0:
         raise InstallProblem(
-            f"{COLLECTION_FILE}: /plugins must list at least one package", code="bad_collection"
-        )
-    if len(plugins) > COLLECTION_LIMIT:
-        raise InstallProblem(
-            f"{COLLECTION_FILE}: /plugins lists {len(plugins)} packages, over {COLLECTION_LIMIT}",
+            f"{COLLECTION_FILE}: a collection lists at least one world or plugin",
             code="bad_collection",
         )
-    for index, member in enumerate(plugins):
-        if not isinstance(member, dict) or not isinstance(member.get("path", ""), str):
-            raise InstallProblem(
-                f"{COLLECTION_FILE}: /plugins/{index} must be {{path}}", code="bad_collection"
-            )
+    if count > COLLECTION_LIMIT:
+        raise InstallProblem(
+            f"{COLLECTION_FILE}: /worlds and /plugins list {count} packages, over "
+            f"{COLLECTION_LIMIT}",
+            code="bad_collection",
+        )
     return data
 
 
+def _members(here: list[Entry], manifest: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """(kind, folder) of every member: the manifest's (plugins, then worlds), or every plugin and
+    world folder found (Covel: "nothing of this kind here" is an empty list)."""
+    if manifest:
+        return [("plugin", str(m.get("path") or "")) for m in manifest["plugins"]] + [
+            ("world", str(m.get("path") or "")) for m in manifest["worlds"]
+        ]
+    found: list[tuple[str, str]] = []
+    try:
+        found += [("plugin", f) for f in gitsource.package_folders(here, limit=COLLECTION_LIMIT)]
+    except gitsource.SourceError as exc:
+        if exc.code != "no-package":
+            raise _problem(exc, "validate") from exc
+    found += [("world", f) for f in world_folders(here)]
+    if not found:
+        raise InstallProblem(
+            f"no plugin, world or {COLLECTION_FILE} here", code="no_package", details={}
+        )
+    if len(found) > COLLECTION_LIMIT:
+        raise InstallProblem(
+            f"{len(found)} packages here, over {COLLECTION_LIMIT}: link a more specific folder",
+            code="too_many_packages",
+        )
+    return found
+
+
+def _world_facts(entries: list[Entry]) -> dict[str, Any]:
+    found = world_inspect(entries)
+    return {"summary": found.summary(), "details": found.details(), "digest": found.digest}
+
+
+def _world_needs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A world wanting a package neither the collection nor the catalogue has: a warning (the
+    hub's sync says the same of such a world, which still loads)."""
+    from catalogue.models import Package
+
+    offered = {i["id"] for i in items if i["kind"] == "plugin"}
+    wanted = {p for i in items if i["kind"] == "world" for p in i["hub"].get("plugins", [])}
+    have = set(Package.objects.filter(package_id__in=wanted).values_list("package_id", flat=True))
+    problems = []
+    for item in items:
+        if item["kind"] != "world":
+            continue
+        for package_id in item["hub"].get("plugins", []):
+            if package_id not in offered and package_id not in have:
+                problems.append(
+                    {
+                        "level": "warning",
+                        "message": f"the world {item['id']} wants the package {package_id}, which "
+                        "is neither in this collection nor on the hub",
+                        "packageId": item["id"],
+                    }
+                )
+    return problems
+
+
 def collection_preview(*, url: str) -> dict[str, Any]:
-    """POST /api/install/github/preview: the collection manifest's members, or every package."""
+    """POST /api/install/github/preview: the collection manifest's members (plugins and worlds),
+    or every plugin and world folder under the link."""
     location, commit, tracking = _resolve(url)
     tree = _fetch(location, commit, tracking.get("ref"))
     here = select(tree, "")
     manifest = _collection_manifest(here)
     problems: list[dict[str, Any]] = []
     items = []
-    if manifest:
-        folders = [str(m.get("path") or "") for m in manifest["plugins"]]
-    else:
-        try:
-            folders = gitsource.package_folders(here, limit=COLLECTION_LIMIT)
-        except REFUSALS as exc:
-            raise _problem(exc, "validate") from exc
-    for folder in folders:
+    for kind, folder in _members(here, manifest):
         directory = "/".join(p for p in (location.directory, folder) if p)
         try:
-            facts = _inspect(select(here, folder))
+            files = select(here, folder)
+            facts = _world_facts(files) if kind == "world" else _inspect(files)
         except InstallProblem as exc:
             if manifest:
                 raise
             problems.append(
-                {"level": "warning", "message": f"{folder or '/'} is left out: {exc.message}"}
+                {
+                    "level": "warning",
+                    "message": f"the {kind} in {folder or '/'} is left out: {exc.message}",
+                }
             )
             continue
-        items.append({**_item(location, commit, tracking, directory, facts), "kind": "plugin"})
+        action = "world-install" if kind == "world" else "install"
+        item = _item(location, commit, tracking, directory, facts, action=action)
+        items.append({**item, "kind": kind})
     if not items:
         raise InstallProblem(
             problems[0]["message"] if problems else "nothing here can be installed",
             code="no_package",
         )
+    problems += _world_needs(items)
     collection = None
     if manifest:
         collection = {
@@ -231,62 +316,73 @@ def collection_preview(*, url: str) -> dict[str, Any]:
     return {"collection": collection, "items": items, "problems": problems}
 
 
-def _install_all(
-    prepared: list[tuple[list[Entry], str, dict, dict | None]], actor: Any
-) -> dict[str, Any]:
-    """Install several packages as a unit: refused before the first write if any target is
-    taken; a failure while writing removes what this call installed."""
+# One prepared member of a batch: (kind, files, install kind, source, expected id and digest).
+Prepared = tuple[str, list[Entry], str, dict, dict]
+
+
+def _install_all(prepared: list[Prepared], actor: Any) -> dict[str, Any]:
+    """Install several packages as a unit, as Covel's installPrepared: refused before the first
+    write if any target is taken; plugins first, then worlds; a failure while writing removes
+    what this call installed."""
     from installs.services import _check_free, uninstall
 
-    ids = []
-    for _entries, _kind, _source, expect in prepared:
-        package_id = (expect or {}).get("id")
-        if package_id:
-            _check_free(package_id, updating=False)
-            ids.append(package_id)
-    if len(set(ids)) != len(ids):
+    keys = [(kind, expect["id"]) for kind, _files, _how, _source, expect in prepared]
+    if len(set(keys)) != len(keys):
         raise InstallProblem("a package is listed twice", code="duplicate")
-    done: list[str] = []
+    for kind, package_id in keys:
+        if kind == "world":
+            world_check_free(package_id)
+        else:
+            _check_free(package_id, updating=False)
+    done: list[tuple[str, str]] = []
     try:
-        for entries, kind, source, expect in prepared:
-            inspection, _ = install_entries(
-                entries, kind=kind, source=source, actor=actor, expect=expect
-            )
-            done.append(inspection.id)
+        for wanted in ("plugin", "world"):
+            for kind, files, how, source, expect in prepared:
+                if kind != wanted:
+                    continue
+                if kind == "world":
+                    world = world_install(files, source=source, actor=actor, expect=expect)
+                    done.append(("world", world.id))
+                else:
+                    inspection, _ = install_entries(
+                        files, kind=how, source=source, actor=actor, expect=expect
+                    )
+                    done.append(("plugin", inspection.id))
     except BaseException:
-        for package_id in reversed(done):
-            uninstall(package_id=package_id, detach=True)
+        for kind, package_id in reversed(done):
+            if kind == "world":
+                world_uninstall_quietly(package_id)
+            else:
+                uninstall(package_id=package_id, detach=True)
         raise
     return {
         "ok": True,
-        "installed": [{"kind": "plugin", "id": i} for i in done],
+        "installed": [{"kind": kind, "id": i} for kind, i in done],
         "restartRequired": False,
     }
 
 
 def batch_install(*, tokens_in: list[str], actor: Any) -> dict[str, Any]:
-    """POST /api/install/github/batch: 1 to 20 preview tokens, all or nothing."""
+    """POST /api/install/github/batch: 1 to 20 preview tokens (plugins and worlds), all or
+    nothing."""
     if not 1 <= len(tokens_in) <= COLLECTION_LIMIT:
         raise InstallProblem(f"send 1 to {COLLECTION_LIMIT} tokens", code="bad_request")
-    plugins = [_verified(t, ("install",))["plugin"] for t in dict.fromkeys(tokens_in)]
-    prepared = []
-    for plugin in plugins:
-        entries = _refetch(plugin)
-        prepared.append(
-            (
-                entries,
-                Installation.Kind.GIT,
-                plugin["source"],
-                {"id": plugin["id"], "digest": plugin["source"]["digest"]},
-            )
-        )
+    actions = ("install", "world-install")
+    signed = [_verified(t, actions) for t in dict.fromkeys(tokens_in)]
+    prepared: list[Prepared] = []
+    for one in signed:
+        plugin = one["plugin"]
+        kind = "world" if one.get("action") == "world-install" else "plugin"
+        expect = {"id": plugin["id"], "digest": plugin["source"]["digest"]}
+        prepared.append((kind, _refetch(plugin), Installation.Kind.GIT, plugin["source"], expect))
     for token in tokens_in:
-        _verified(token, ("install",))
+        _verified(token, actions)  # consent may have expired while fetching
     return _install_all(prepared, actor)
 
 
 def collection_zip_install(*, data: bytes, filename: str, actor: Any) -> dict[str, Any]:
-    """POST /api/install/collection: a ZIP with covel-collection.yaml and every member."""
+    """POST /api/install/collection: a ZIP with covel-collection.yaml and every member (plugins
+    and worlds). No preview step, so every member is judged here before anything is written."""
     from installs.archive import digest
 
     try:
@@ -298,28 +394,31 @@ def collection_zip_install(*, data: bytes, filename: str, actor: Any) -> dict[st
         raise InstallProblem(
             f"{COLLECTION_FILE} must be at the top of the ZIP", code="bad_collection"
         )
-    prepared = []
-    for member in manifest["plugins"]:
-        if "repository" in member:
-            raise InstallProblem(
-                f"a collection ZIP holds every member; {member['repository']} is elsewhere",
-                code="bad_collection",
+    prepared: list[Prepared] = []
+    for kind in ("plugins", "worlds"):
+        for member in manifest[kind]:
+            if "repository" in member:
+                raise InstallProblem(
+                    f"a collection ZIP holds every member; {member['repository']} is elsewhere",
+                    code="bad_collection",
+                )
+            files = select(entries, str(member.get("path") or ""))
+            facts = _world_facts(files) if kind == "worlds" else _inspect(files)
+            source = {
+                "kind": "zip",
+                "filename": filename[:200],
+                "path": member.get("path") or "",
+                "digest": digest(files),
+            }
+            prepared.append(
+                (
+                    kind[:-1],
+                    files,
+                    Installation.Kind.ZIP,
+                    source,
+                    {"id": facts["summary"]["id"], "digest": facts["digest"]},
+                )
             )
-        files = select(entries, str(member.get("path") or ""))
-        facts = _inspect(files)
-        prepared.append(
-            (
-                files,
-                Installation.Kind.ZIP,
-                {
-                    "kind": "zip",
-                    "filename": filename[:200],
-                    "path": member.get("path") or "",
-                    "digest": digest(files),
-                },
-                {"id": facts["summary"]["id"], "digest": facts["digest"]},
-            )
-        )
     return _install_all(prepared, actor)
 
 

@@ -123,6 +123,14 @@ def installs_recover() -> list[str]:
     package whose swap never committed gets its previous folder back (or none)."""
     root = installed_root()
     done: list[str] = []
+    # A collection's worlds stage the same way in their own folder (installs/worlds.py); a world
+    # needs no marker: a folder renamed into place is a whole world, indexed by the next sync.
+    worlds = Path(settings.COVEL_INSTALLED_WORLDS_DIR)
+    for child in worlds.iterdir() if worlds.is_dir() else ():
+        pid = child.name[len(STAGING_PREFIX) :].split("-", 1)[0]
+        if child.name.startswith(STAGING_PREFIX) and pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(child, ignore_errors=True)
+            done.append(f"removed worlds/{child.name}")
     for child in root.iterdir():
         name = child.name
         if name.startswith(STAGING_PREFIX):

@@ -48,3 +48,13 @@ def verify(token: str, *, actions: tuple[str, ...]) -> dict[str, Any]:
     if int(data["plugin"].get("expiresAt", 0)) <= now_ms():
         raise TokenRefused("the preview expired; preview again", status=409, code="preview_expired")
     return data
+
+
+def action_of(token: str) -> str | None:
+    """The action a well-signed token names (install, world-install, ...), else None; the
+    caller still verifies it (expiry included) with verify()."""
+    try:
+        data = signing.loads(token, salt=_SALT)
+    except signing.BadSignature:
+        return None
+    return data.get("action") if isinstance(data, dict) else None

@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,11 +37,34 @@ def _setting(name: str, default: Any) -> Any:
     return getattr(settings, name, default)
 
 
+# Folders with their symlinks followed, for a few seconds: every plugin call (several a turn,
+# one a job) asks for its package's trust, and resolving a path costs a system call or more per
+# component. A folder re-pointed on disk takes this long to be seen, like a package's files
+# (services._load_key); changing what the bundled folder holds needs the server's own disk.
+RESOLVE_TTL_SECONDS = 2.0
+_RESOLVED: dict[tuple[str, str], tuple[float, Path]] = {}
+
+
+def resolved(path: str | Path) -> Path:
+    """Path(path).resolve(), remembered for RESOLVE_TTL_SECONDS."""
+    text = str(path)
+    key = (text, "" if os.path.isabs(text) else os.getcwd())
+    now = time.monotonic()
+    hit = _RESOLVED.get(key)
+    if hit is not None and now - hit[0] < RESOLVE_TTL_SECONDS:
+        return hit[1]
+    found = Path(text).resolve()
+    if len(_RESOLVED) > 4096:  # many throw-away folders (tests): start afresh
+        _RESOLVED.clear()
+    _RESOLVED[key] = (now, found)
+    return found
+
+
 def folder_trust(path: str | Path) -> str:
     """ "bundled" for a folder inside the bundled plugins folder (after symlinks), else
     "community": trust comes from where a package is found, as the catalogue records it."""
-    bundled = Path(_setting("COVEL_BUNDLED_PLUGINS_DIR", "plugins")).resolve()
-    folder = Path(path).resolve()
+    bundled = resolved(_setting("COVEL_BUNDLED_PLUGINS_DIR", "plugins"))
+    folder = resolved(path)
     return "bundled" if folder == bundled or bundled in folder.parents else "community"
 
 
@@ -78,7 +102,11 @@ def approval_gate(manifest: Manifest) -> None:
             f"{manifest.id} is community code and this hub has no approvals to allow it",
             code="plugin_not_approved",
         ) from exc
-    verdict = package_usability(package_id=manifest.id, version=manifest.version)
+    verdict = package_usability(
+        package_id=manifest.id, version=manifest.version, path=manifest.path
+    )
+    if not verdict.usable and _runs_last_approval(manifest):
+        return
     if not verdict.usable:
         raise PluginLoadError(
             f"{manifest.id}@{manifest.version} is community code that staff have not approved, "
@@ -86,6 +114,18 @@ def approval_gate(manifest: Manifest) -> None:
             code="plugin_not_approved",
             details={"state": verdict.state},
         )
+
+
+def _runs_last_approval(manifest: Manifest) -> bool:
+    """A change to the package folder found during this turn (its manifest was resolved before):
+    the folder now waits for staff, and code_root hands the host the copy of the approval that
+    still stands, never the folder's files. The next turn resolves that approved version."""
+    from approvals.selectors import approval_in_force
+    from approvals.store import snapshot_hash
+
+    if snapshot_hash(manifest.path) is not None:
+        return False  # a kept version is judged by its own approval (package_usability)
+    return approval_in_force(package_key=manifest.id) is not None
 
 
 class HostPool:

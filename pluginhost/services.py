@@ -20,7 +20,7 @@ from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 from .callbacks import HostCallbacks, RefusingCallbacks
 from .errors import ExtensionFailure, PluginCallError, PluginLoadError, PluginTimeout
 from .host import NodeHost
-from .pool import approval_gate, author_code_consented, folder_trust, host_for
+from .pool import approval_gate, author_code_consented, folder_trust, host_for, resolved
 
 log = logging.getLogger("covel.pluginhost")
 
@@ -231,7 +231,7 @@ def _load_key(manifest: Manifest) -> Any:
 
     A community package's folder is its approved copy, which never changes: a new approval is
     a new folder, an edit is refused by code_root."""
-    source = str(Path(manifest.path).resolve())
+    source = str(resolved(manifest.path))
     now = time.monotonic()
     cached = _KEY_CACHE.get(source)
     if cached and now - cached[0] < _KEY_TTL:

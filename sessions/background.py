@@ -10,8 +10,10 @@ times out, is cancelled or goes stale therefore saves nothing.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
+from catalogue.manifest.types import Manifest, RuntimeManifest
 from core.sql import read_by_pk
 from jobs.runners import JobContext, RunResult
 from sessions import selectors
@@ -21,6 +23,7 @@ from sessions.resolver import Resolution
 from sessions.turn_commit import turn_commit
 from sessions.turn_stages import runtime_run_single
 from sessions.turn_state import SUCCEEDED, TurnRequest, TurnState
+from sessions.turn_store import TurnStore
 from worlds.models import World
 
 
@@ -67,41 +70,18 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
         raise DetachedRuntimeFailed(f"{job.plugin_id}/{job.runtime_id} is not installed any more")
     source = _source_turn(job)
     frozen = dict(job.inputs or {})
-    request = TurnRequest(
-        kind=Turn.Kind.BACKGROUND,
-        message=str(frozen.get("playerMessage") or (source.player_message if source else "")),
-        actions=list(frozen.get("playerActions") or []),
-        # A manual background run's payload (ctx.manualPayload), frozen when it was accepted.
-        manual={runtime.qualified_id: frozen["manualPayload"]} if "manualPayload" in frozen else {},
-        execution_source=str(source.pk) if source else _first_attempt_id(job),
-        trigger_event=frozen.get("triggerEvent"),
-    )
-    turn = Turn(
-        id=request.turn_id,
-        session=session,
-        number=source.number if source else session.turn_count,
-        kind=Turn.Kind.BACKGROUND,
-        player_message=request.message,
-        source_turn=source,
-    )
     # The active set the source turn resolved; the job's staleness check guards the version.
     active = tuple(p for p in (session.resolved_plugins or []) if p in installed) or (manifest.id,)
-    state = TurnState(
+    state, planned = background_turn(
         session=session,
-        turn=turn,
-        resolution=Resolution(active=active, outcomes={}),
         installed=installed,
-        request=request,
-        token=None,
-    )
-    planned = PlannedRuntime(
+        resolution=Resolution(active=active, outcomes={}),
         package=manifest.id,
-        runtime=runtime.qualified_id,
-        stage=runtime.stage or "post-turn",
-        activation="detached",
-        reason=f"{runtime.qualified_id} runs as a background job of turn {job.source_turn}",
-        manifest=runtime,
-        detached=runtime.detached,
+        runtime=runtime,
+        frozen=frozen,
+        source=source,
+        source_turn=str(job.source_turn),
+        execution_source=str(source.pk) if source else _first_attempt_id(job),
     )
     result = runtime_run_single(state, planned, dict(frozen.get("inputs") or {}))
     ctx.check()
@@ -116,3 +96,60 @@ def run_detached(job: Any, ctx: JobContext) -> RunResult:
         state.emit("turn.committed", state.summary())
 
     return RunResult(result=result.as_dict(), commit=commit)
+
+
+def background_turn(
+    *,
+    session: Session,
+    installed: Mapping[str, Manifest],
+    resolution: Resolution,
+    package: str,
+    runtime: RuntimeManifest,
+    frozen: Mapping[str, Any],
+    source: Turn | None,
+    source_turn: str,
+    execution_source: str,
+    store: TurnStore | None = None,
+    turn_id: Any = None,
+) -> tuple[TurnState, PlannedRuntime]:
+    """The background turn of one detached runtime with the inputs its source turn froze, and
+    the runtime planned in it: what a worker runs, and what an offline case runs over its
+    memory store (sessions/cases.py) once the case's turn is committed."""
+    request = TurnRequest(
+        kind=Turn.Kind.BACKGROUND,
+        message=str(frozen.get("playerMessage") or (source.player_message if source else "")),
+        actions=list(frozen.get("playerActions") or []),
+        # A manual background run's payload (ctx.manualPayload), frozen when it was accepted.
+        manual={runtime.qualified_id: frozen["manualPayload"]} if "manualPayload" in frozen else {},
+        execution_source=execution_source,
+        trigger_event=frozen.get("triggerEvent"),
+    )
+    if turn_id is not None:
+        request.turn_id = turn_id
+    turn = Turn(
+        id=request.turn_id,
+        session=session,
+        number=source.number if source else session.turn_count,
+        kind=Turn.Kind.BACKGROUND,
+        player_message=request.message,
+        source_turn=source,
+    )
+    state = TurnState(
+        session=session,
+        turn=turn,
+        resolution=resolution,
+        installed=installed,
+        request=request,
+        token=None,
+        store=store,
+    )
+    planned = PlannedRuntime(
+        package=package,
+        runtime=runtime.qualified_id,
+        stage=runtime.stage or "post-turn",
+        activation="detached",
+        reason=f"{runtime.qualified_id} runs as a background job of turn {source_turn}",
+        manifest=runtime,
+        detached=runtime.detached,
+    )
+    return state, planned

@@ -2,9 +2,10 @@
 
 Each case is one turn of a throwaway session that holds the package under test and what the
 resolver adds for it (its required providers and the core packages). The turn is the session's
-own: the same steps as every turn (sessions/turns.py: plan, stages, commit), run over a
-sessions.memory_store.MemoryStore instead of the database, so a case sees what a real turn
-does (guards, input binding, proposals, forms, recursive calls, the commit's drops). The model
+own: the same steps as every turn (sessions.turns.turn_steps: the TurnStart hook, stages, the
+TurnStop hook, commit), run over a sessions.memory_store.MemoryStore instead of the database,
+so a case sees what a real turn does (guards, lifecycle hooks, input binding, proposals, forms,
+recursive calls, the commit's drops). The model
 is the stand-in (agents.standin) over real HTTP on loopback, replaying the case's
 `llmResponses` in order; plugin code runs in the real Node plugin host.
 
@@ -14,7 +15,8 @@ In mock mode (the store's choices, see sessions/memory_store.py):
 - function runtimes of every active package run for real (the narrator writes the story);
 - detached runtimes run after the turn's commit as background turns, since there is no
   worker: the case sees their result;
-- lifecycle hooks are not dispatched;
+- lifecycle hooks are dispatched as in a live turn; a hook's abort or failure is a note of the
+  case (a TurnStart abort says no runtime ran);
 - RPC actions (`rpc` in a case, or a message that is a slash command) are not run: the spec's
   notice `Unsupported rpc: <plugin>/<action>. Verify with the server.` is printed, not an error.
 
@@ -36,13 +38,14 @@ from typing import Any
 from agents.gateway import Endpoint
 from agents.standin import StandInModel
 from catalogue.manifest.types import Manifest, thaw
+from sessions.background import background_turn
 from sessions.memory_store import MemoryStore
 from sessions.models import Turn
 from sessions.operations import MISSING
-from sessions.planner import PlannedRuntime
 from sessions.turn_commit import turn_commit
-from sessions.turn_stages import runtime_run_single, stages_run, turn_plan
+from sessions.turn_stages import runtime_run_single, turn_plan
 from sessions.turn_state import DEFERRED, DROPPED, SUCCEEDED, TurnRequest, TurnState
+from sessions.turns import turn_steps
 
 CASES_FILE = "tests/runtime-cases.json"
 CASE_FIELDS = {
@@ -346,6 +349,9 @@ class CaseTurn:
                         "runtimeId": payload["runtime"],
                     }
                 )
+            elif type in ("hook.aborted", "hook.failed"):
+                notice = payload["notice"]
+                self.notes.append(f"{notice['title']}: {notice['body']}")
             elif type == "extension.failed":
                 self.notes.append(
                     f"{payload['point']} {payload['plugin']}/{payload['extension']} was skipped "
@@ -393,10 +399,12 @@ def _case_turn(
         token=None,
         store=store,
     )
-    stages_run(state, turn_plan(state))
-    turn_commit(state)
+    aborted = turn_steps(state, turn_plan(state))
     case.take(state)
     case.take_events()
+    if aborted is not None:
+        case.notes.append(f"no runtime ran: {aborted}")
+        return case
     if target and target not in case.outcomes and not store.deferred:
         case.notes.append(f"runtime {target} was not scheduled in this turn")
     while store.deferred:
@@ -409,43 +417,22 @@ def _case_turn(
 def _job_turn(
     store: MemoryStore, installed: Mapping[str, Manifest], resolution: Any, source: Turn, job: Any
 ) -> TurnState:
-    """A deferred runtime as sessions/background.py runs it: a background turn with the inputs
-    its source turn froze, committed only when it succeeds."""
+    """A deferred runtime as a worker runs it (sessions/background.py): a background turn with
+    the inputs its source turn froze, committed only when it succeeds."""
     runtime = next(r for r in installed[job.plugin].runtimes if r.qualified_id == job.runtime)
     frozen = dict(job.inputs)
-    request = TurnRequest(
-        turn_id=f"mock-job-{job.runtime}",  # type: ignore[arg-type]  # never saved
-        kind=Turn.Kind.BACKGROUND,
-        message=str(frozen.get("playerMessage") or ""),
-        actions=list(frozen.get("playerActions") or []),
-        execution_source=MOCK_SOURCE,
-        trigger_event=frozen.get("triggerEvent"),
-    )
-    turn = Turn(
-        id=request.turn_id,
+    state, planned = background_turn(
         session=store.session,
-        number=source.number,
-        kind=Turn.Kind.BACKGROUND,
-        player_message=request.message,
-        source_turn=source,
-    )
-    state = TurnState(
-        session=store.session,
-        turn=turn,
-        resolution=resolution,
         installed=installed,
-        request=request,
-        token=None,
-        store=store,
-    )
-    planned = PlannedRuntime(
+        resolution=resolution,
         package=job.plugin,
-        runtime=job.runtime,
-        stage=runtime.stage or "post-turn",
-        activation="detached",
-        reason=f"{job.runtime} runs as a background job of the case's turn",
-        manifest=runtime,
-        detached=runtime.detached,
+        runtime=runtime,
+        frozen=frozen,
+        source=source,
+        source_turn=job.source_turn,
+        execution_source=MOCK_SOURCE,
+        store=store,
+        turn_id=f"mock-job-{job.runtime}",  # never saved
     )
     result = runtime_run_single(state, planned, dict(frozen.get("inputs") or {}))
     if result.status == SUCCEEDED:

@@ -31,6 +31,7 @@ from typing import Any
 from catalogue.manifest.schema import hook_events
 from catalogue.manifest.types import Manifest, thaw
 from eventlog.services import event_append
+from pluginhost.callbacks import HostCallbacks
 from pluginhost.errors import PluginHostError
 from pluginhost.services import plugin_hook_call
 from sessions.callbacks import SessionCallbacks
@@ -89,6 +90,9 @@ class HookDispatcher:
 
     emit(type, payload): where the hook.aborted / hook.failed events go (the turn's emit, which
     a background turn holds until its commit); None appends them to the session stream.
+    callbacks_for(manifest): what a package's hooks may ask of the session while they run (the
+    turn's store decides: the session's rows, or an offline case's memory); None: the session's
+    rows (SessionCallbacks without an overlay, so a hook reads committed data only).
     """
 
     def __init__(
@@ -99,11 +103,13 @@ class HookDispatcher:
         turn_id: str | None = None,
         emit: Callable[[str, Mapping[str, Any]], None] | None = None,
         settings_for: Callable[[str], Mapping[str, Any]] | None = None,
+        callbacks_for: Callable[[Manifest], HostCallbacks] | None = None,
     ) -> None:
         self.session = session
         self.turn_id = turn_id
         self.emit = emit
         self.settings_for = settings_for
+        self.callbacks_for = callbacks_for or self._session_callbacks
         self.log: list[dict[str, Any]] = []
         manifests = list(manifests)
         # Covel's hook ctx.activePluginIds: every active package, hooked or not.
@@ -144,6 +150,11 @@ class HookDispatcher:
 
     # ---------------------------------------------------------------- one package
 
+    def _session_callbacks(self, manifest: Manifest) -> HostCallbacks:
+        return SessionCallbacks(
+            session=self.session, package=manifest.id, runtime=None, manifest=manifest
+        )
+
     def _call(
         self,
         manifest: Manifest,
@@ -165,9 +176,7 @@ class HookDispatcher:
                 manifest=manifest,
                 event=event,
                 payload=dict(payload),
-                callbacks=SessionCallbacks(
-                    session=self.session, package=manifest.id, runtime=None, manifest=manifest
-                ),
+                callbacks=self.callbacks_for(manifest),
                 context=ctx,
                 enforce=phase,
                 sequential=event in SEQUENTIAL,
@@ -234,9 +243,10 @@ def hooks_dispatch(
 
 # ------------------------------------------------------------------ the turn's points
 #
-# Each function below is one point of sessions.turns.TurnExecutor's pipeline: it builds the
+# Each function below is one point of the turn's pipeline (sessions/turns.py): it builds the
 # event's payload (only when a package hooks the event), dispatches, and applies what Covel lets
-# the answer do there. `executor` is the TurnExecutor (not imported: turns imports this module).
+# the answer do there. `state` is the turn's sessions.turn_state.TurnState (not imported: it
+# imports this module through sessions.turn_store).
 
 
 def runtime_view(planned: Any) -> dict[str, Any]:
@@ -249,17 +259,17 @@ def runtime_view(planned: Any) -> dict[str, Any]:
     }
 
 
-def turn_start(executor: Any) -> str | None:
+def turn_start(state: Any) -> str | None:
     """TurnStart (sequential): an abort vetoes the whole turn before any runtime runs; the
     reason, or None."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not hooks.wants("TurnStart"):
         return None
     outcome = hooks.dispatch(
         "TurnStart",
         {
-            "playerMessage": executor.request.message,
-            "activeRuntimes": [r.qualified_id for m in executor.active for r in m.runtimes],
+            "playerMessage": state.request.message,
+            "activeRuntimes": [r.qualified_id for m in state.active for r in m.runtimes],
         },
     )
     if not outcome.aborted:
@@ -267,10 +277,10 @@ def turn_start(executor: Any) -> str | None:
     return f"TurnStart hook of {outcome.package} aborted the turn: {outcome.reason}"
 
 
-def pre_schedule(executor: Any, plan: Any) -> set[str]:
+def pre_schedule(state: Any, plan: Any) -> set[str]:
     """PreSchedule (sequential, filter-only): `replace.triggered` narrows the planned runtimes;
-    the IDs it left out, which the executor skips. An abort changes nothing (as in Covel)."""
-    hooks: HookDispatcher = executor.hooks
+    the IDs it left out, which the state skips. An abort changes nothing (as in Covel)."""
+    hooks: HookDispatcher = state.hooks
     if not hooks.wants("PreSchedule"):
         return set()
     planned = [p for stage in plan.stages for level in stage.levels for p in level]
@@ -282,16 +292,16 @@ def pre_schedule(executor: Any, plan: Any) -> set[str]:
     return {p.runtime for p in planned if p.runtime not in named}
 
 
-def pre_runtime(executor: Any, planned: Any, inputs: Mapping[str, Any]) -> str | None:
+def pre_runtime(state: Any, planned: Any, inputs: Mapping[str, Any]) -> str | None:
     """PreRuntime (sequential): an abort skips the runtime; the reason, or None."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not hooks.wants("PreRuntime"):
         return None
     outcome = hooks.dispatch(
         "PreRuntime",
         {
             "manifest": runtime_view(planned),
-            "input": {"playerMessage": executor.request.message, "inputs": dict(inputs)},
+            "input": {"playerMessage": state.request.message, "inputs": dict(inputs)},
         },
         context={"runtimeId": planned.runtime},
     )
@@ -300,11 +310,11 @@ def pre_runtime(executor: Any, planned: Any, inputs: Mapping[str, Any]) -> str |
     return f"{planned.runtime}: a PreRuntime hook of {outcome.package} aborted it: {outcome.reason}"
 
 
-def post_runtime(executor: Any, planned: Any, result: Any) -> None:
+def post_runtime(state: Any, planned: Any, result: Any) -> None:
     """PostRuntime (sequential): `replace.result.output` rewrites a succeeded runtime's output
-    (Covel rewrites the RuntimeResult; its status is the executor's to decide, so only the
+    (Covel rewrites the RuntimeResult; its status is the state's to decide, so only the
     output is taken). An abort is recorded only: the runtime has already run."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not hooks.wants("PostRuntime"):
         return
     outcome = hooks.dispatch(
@@ -315,10 +325,10 @@ def post_runtime(executor: Any, planned: Any, result: Any) -> None:
         result.output = rewritten["output"]
 
 
-def turn_stop(executor: Any, started: float) -> None:
+def turn_stop(state: Any, started: float) -> None:
     """TurnStop (parallel, observe only), when the runtimes are done and before the commit,
     where Covel's executeTurn sends it."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not hooks.wants("TurnStop"):
         return
     import time
@@ -326,17 +336,17 @@ def turn_stop(executor: Any, started: float) -> None:
     hooks.dispatch(
         "TurnStop",
         {
-            "runtimeResults": [executor.results[r].as_dict() for r in executor.order],
+            "runtimeResults": [state.results[r].as_dict() for r in state.order],
             "durationMs": int((time.monotonic() - started) * 1000),
         },
     )
 
 
-def _proposals(executor: Any, runtime: str) -> list[dict[str, Any]]:
+def _proposals(state: Any, runtime: str) -> list[dict[str, Any]]:
     """A runtime's staged writes as Covel's plugin.data proposals (one per write)."""
-    result = executor.results.get(runtime)
+    result = state.results.get(runtime)
     out = []
-    for write in executor.overlay.writes:
+    for write in state.overlay.writes:
         if write.runtime != runtime:
             continue
         payload: dict[str, Any] = {
@@ -348,24 +358,24 @@ def _proposals(executor: Any, runtime: str) -> list[dict[str, Any]]:
             payload["value"] = write.ops[0].get("value")
         out.append(
             {
-                "id": f"{executor.turn.pk}:{write.seq}",
+                "id": f"{state.turn.pk}:{write.seq}",
                 "type": "plugin.data",
                 "source": {"pluginId": write.plugin, "runtimeId": runtime},
                 "payload": payload,
-                "turnId": str(executor.turn.pk),
+                "turnId": str(state.turn.pk),
                 "story": bool(result and result.story),
             }
         )
     return out
 
 
-def _writers(executor: Any) -> list[str]:
-    failed = executor.overlay.failed
-    staged = {w.runtime for w in executor.overlay.writes}
-    return [r for r in executor.overlay.completed if r in staged and r not in failed]
+def _writers(state: Any) -> list[str]:
+    failed = state.overlay.failed
+    staged = {w.runtime for w in state.overlay.writes}
+    return [r for r in state.overlay.completed if r in staged and r not in failed]
 
 
-def pre_state_commit(executor: Any) -> None:
+def pre_state_commit(state: Any) -> None:
     """PreStateCommit (sequential), before the commit, once per runtime with staged writes:
     payload {proposals} (that runtime's plugin.data writes). An abort vetoes them all (a
     runtime's writes apply all or nothing here): they are thrown away and the runtime is
@@ -373,40 +383,40 @@ def pre_state_commit(executor: Any) -> None:
     refused write does. Covel asks per proposal and skips the vetoed one; the rest commit. The
     runtimes that read the vetoed one's writes or used its result drop with it at the commit
     (TurnOverlay.veto), as Covel drops a rejected runtime's hard dependants."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not hooks.wants("PreStateCommit"):
         return
-    for runtime in _writers(executor):
+    for runtime in _writers(state):
         outcome = hooks.dispatch(
             "PreStateCommit",
-            {"proposals": _proposals(executor, runtime)},
+            {"proposals": _proposals(state, runtime)},
             context={"runtimeId": runtime},
         )
         if not outcome.aborted:
             continue
-        result = executor.results[runtime]
+        result = state.results[runtime]
         why = f"a PreStateCommit hook of {outcome.package} vetoed its writes: {outcome.reason}"
-        executor.overlay.veto(runtime, why)
+        state.overlay.veto(runtime, why)
         if result.story:
             result.reason = f"its writes were not saved: {why}"
         else:
             result.status, result.code, result.reason = "dropped", "hook-vetoed", why
-        executor.emit("runtime.status", result.as_dict())
+        state.emit("runtime.status", result.as_dict())
 
 
-def state_commit_sources(executor: Any) -> dict[str, list[dict[str, Any]]]:
+def state_commit_sources(state: Any) -> dict[str, list[dict[str, Any]]]:
     """What PostStateCommit will report, read before the commit (which may drop some)."""
-    if not executor.hooks.wants("PostStateCommit"):
+    if not state.hooks.wants("PostStateCommit"):
         return {}
-    return {r: _proposals(executor, r) for r in _writers(executor)}
+    return {r: _proposals(state, r) for r in _writers(state)}
 
 
 def post_state_commit(
-    executor: Any, sources: Mapping[str, list[dict[str, Any]]], kept: Iterable[str]
+    state: Any, sources: Mapping[str, list[dict[str, Any]]], kept: Iterable[str]
 ) -> None:
     """PostStateCommit (parallel, observe only), after the commit, once per runtime whose
     writes were saved (kept: the commit's kept runtimes): {proposals, result: {committed}}."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not sources:
         return
     before = len(hooks.log)
@@ -419,14 +429,14 @@ def post_state_commit(
                 context={"runtimeId": runtime},
             )
     if len(hooks.log) != before:
-        executor.record_hooks()
+        state.record_hooks()
 
 
-def history_window(executor: Any, total: int, max_turns: int) -> int | None:
+def history_window(state: Any, total: int, max_turns: int) -> int | None:
     """PreCompaction (sequential) before agent.history.maxTurns trims the prompt's history: an
     abort keeps the whole history this time (None). PostCompaction (parallel) observes the
     outcome. Only dispatched when some package hooks either event."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not (hooks.wants("PreCompaction") or hooks.wants("PostCompaction")):
         return max_turns
     pre = hooks.dispatch("PreCompaction", {"messageCount": total, "keepTurns": max_turns})
@@ -439,32 +449,32 @@ def history_window(executor: Any, total: int, max_turns: int) -> int | None:
     return keep
 
 
-def _compactor(executor: Any) -> str:
-    return ", ".join(p.name for p in providers_of(executor.active, COMPACT))
+def _compactor(state: Any) -> str:
+    return ", ".join(p.name for p in providers_of(state.active, COMPACT))
 
 
-def compaction_allowed(executor: Any, message_count: int) -> bool:
+def compaction_allowed(state: Any, message_count: int) -> bool:
     """PreCompaction (sequential) before the history.compact@2 provider is asked, once a turn,
     where Covel asks it before its compactor runs: an abort skips the compaction this turn
     (the history stays as the saved summaries leave it). messageCount: uncompacted messages."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not hooks.wants("PreCompaction"):
         return True
     outcome = hooks.dispatch(
-        "PreCompaction", {"messageCount": message_count, "compactor": _compactor(executor)}
+        "PreCompaction", {"messageCount": message_count, "compactor": _compactor(state)}
     )
     return not outcome.aborted
 
 
-def compaction_observed(executor: Any, compacted: bool, summary_ids: list[str]) -> None:
+def compaction_observed(state: Any, compacted: bool, summary_ids: list[str]) -> None:
     """PostCompaction (parallel) after the provider compaction: {compacted, summaryId?, ...}."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not hooks.wants("PostCompaction"):
         return
     payload: dict[str, Any] = {
         "compacted": compacted,
         "summaryIds": summary_ids,
-        "compactor": _compactor(executor),
+        "compactor": _compactor(state),
     }
     if summary_ids:
         payload["summaryId"] = summary_ids[0]
@@ -492,9 +502,9 @@ class AgentHooks:
         )
 
 
-def agent_hooks(executor: Any, planned: Any) -> AgentHooks | None:
+def agent_hooks(state: Any, planned: Any) -> AgentHooks | None:
     """The agent run's hooks, or None when no active package hooks an agent event."""
-    hooks: HookDispatcher = executor.hooks
+    hooks: HookDispatcher = state.hooks
     if not any(hooks.wants(e) for e in AGENT_EVENTS):
         return None
     return AgentHooks(hooks=hooks, package=planned.package, runtime=planned.runtime)

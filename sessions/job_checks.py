@@ -12,7 +12,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from approvals.selectors import package_usability
+from approvals.selectors import approval_in_force, package_usability
 from catalogue.models import Package
 from core.sql import Table
 from jobs.models import JobReason, RuntimeJob
@@ -41,6 +41,8 @@ def _staleness(job: RuntimeJob, facts: dict[str, Any] | None) -> Staleness | Non
             JobReason.VERSION_CHANGED, f"package {job.plugin_id} is no longer installed"
         )
     if job.package_version and version != job.package_version:
+        if _kept_version(job):
+            return None
         return Staleness(
             JobReason.VERSION_CHANGED,
             f"package {job.plugin_id} changed from version {job.package_version} to {version}",
@@ -48,11 +50,21 @@ def _staleness(job: RuntimeJob, facts: dict[str, Any] | None) -> Staleness | Non
     if facts["trust"] == Package.Trust.BUNDLED and facts["state"] == Package.State.LOADED:
         return None  # bundled code is trusted: no approval to lose (one query, not three)
     usability = package_usability(package_id=job.plugin_id)
+    if not usability.usable and _kept_version(job):
+        return None
     if not usability.usable:
         revoked = usability.state == "revoked"
         code = JobReason.APPROVAL_REVOKED if revoked else JobReason.NOT_APPROVED
         return Staleness(code, usability.reason)
     return None
+
+
+def _kept_version(job: RuntimeJob) -> bool:
+    """The package's folder changed and waits for staff, while the approval of the version the
+    job started with still stands: sessions keep running that version (approvals/store.py),
+    and so does the job."""
+    kept = approval_in_force(package_key=job.plugin_id)
+    return kept is not None and (not job.package_version or kept.version == job.package_version)
 
 
 def _session_and_package(

@@ -7,7 +7,9 @@ offline case changes on purpose is said here:
 - agent runtimes of other packages than the one under test (and, when a case targets one
   runtime, its other agents) are skipped as `mock-skipped`, so the script covers only those;
 - every agent talks to the case's stand-in model (`endpoint`), and its model calls are kept;
-- lifecycle hooks are not dispatched (their callbacks read the session's rows);
+- lifecycle hooks are dispatched as in a live turn, in the real plugin host; what a hook reads
+  of plugin data is this store's committed values (a live hook reads the session's rows), and
+  its aborts and failures are kept with the other events;
 - detached runtimes are not sent to a worker: they wait in `deferred` for the case runner,
   which runs each as a background turn of its own over this store, as a worker would;
 - the time written on what a run stamps (session lore) is one fixed instant, so a case's report
@@ -16,6 +18,7 @@ offline case changes on purpose is said here:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -40,6 +43,23 @@ class MemoryCallbacks(RecursiveCalls, OverlayCallbacks):
     def __init__(self, *, on_recurse: Callable[..., dict[str, Any]] | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.on_recurse = on_recurse
+
+
+class CommittedReads:
+    """The store's committed plugin data, read as an overlay is: what a hook's callbacks read
+    (a live hook's SessionCallbacks have no overlay and read the session's rows, so a hook never
+    sees a runtime's staged writes)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def get(self, *, runtime: str, plugin: str, namespace: str, key: str) -> Any:
+        value = self.store.stored(plugin, namespace, key)
+        return None if value is MISSING else copy.deepcopy(value)
+
+    def list(self, *, runtime: str, plugin: str, namespace: str) -> list[dict[str, Any]]:
+        values = self.store.stored_list(plugin, namespace)
+        return [{"key": k, "value": copy.deepcopy(values[k])} for k in sorted(values)]
 
 
 def setting_defaults(manifest: Manifest) -> dict[str, Any]:
@@ -139,22 +159,42 @@ class MemoryStore:
             overlay=overlay,
             package=package,
             runtime=runtime,
-            session={
-                "id": "mock-session",
-                "phase": self.session.phase,
-                "turnCount": 0,
-                "locale": "en",
-                "worldId": "mock-world",
-            },
+            session=self._ctx_session(),
             on_emit=on_emit,
             on_recurse=on_recurse,
+        )
+
+    def _ctx_session(self) -> dict[str, Any]:
+        return {
+            "id": "mock-session",
+            "phase": self.session.phase,
+            "turnCount": 0,
+            "locale": "en",
+            "worldId": "mock-world",
+        }
+
+    def hook_callbacks(self, manifest: Manifest) -> HostCallbacks:
+        """What a package's hooks are given: committed reads, no recursive call, no emit."""
+        return MemoryCallbacks(
+            overlay=CommittedReads(self),
+            package=manifest.id,
+            runtime=manifest.id,
+            session=self._ctx_session(),
+            on_emit=None,
+            on_recurse=None,
         )
 
     def hook_dispatcher(
         self, *, manifests: Sequence[Manifest], turn_id: str, emit: Any, settings_for: Any
     ) -> hooks.HookDispatcher:
-        # No manifests: no event is wanted, so no hook is called (see the module's docstring).
-        return hooks.HookDispatcher(session=self.session, manifests=(), turn_id=turn_id, emit=emit)
+        return hooks.HookDispatcher(
+            session=self.session,
+            manifests=manifests,
+            turn_id=turn_id,
+            emit=emit,
+            settings_for=settings_for,
+            callbacks_for=self.hook_callbacks,
+        )
 
     def prompt_segments(
         self,

@@ -39,7 +39,11 @@ from worlds.services import user_settings_for
 
 
 def _usable_from(manifests: Mapping[str, Manifest]) -> Any:
-    verdicts = packages_usability(package_ids=list(manifests))
+    # The folder of each manifest: a session that runs the kept snapshot of an approved
+    # version (while a newer one waits for staff) is judged by that approval.
+    verdicts = packages_usability(
+        package_ids=list(manifests), paths={pid: m.path for pid, m in manifests.items()}
+    )
 
     def usable(manifest: Manifest) -> tuple[bool, str | None]:
         verdict = verdicts.get(manifest.id)

@@ -4,7 +4,8 @@ The turn's steps (sessions/turns.py) never query a table themselves; they ask a 
 implement it: DatabaseStore, the session's rows (every real turn), and
 sessions.memory_store.MemoryStore, a dict (the offline runtime cases, `manage.py test_runtime`),
 so both run the one pipeline. What differs between them is only here: where data lives, who
-answers a plugin's ctx callbacks, and which agents and model an offline case lets run.
+answers a plugin's ctx callbacks (a runtime's, and a lifecycle hook's through hook_dispatcher),
+and which agents and model an offline case lets run.
 """
 
 from __future__ import annotations

@@ -4,16 +4,19 @@ A turn holds the session's lease (sessions.locks) from start to end, so two acti
 interleave; it holds a database transaction only for the final commit. Runtime statuses are
 appended to the event stream as they happen, so a page sees them live.
 
-Each step is a module of its own, over the one TurnState record (sessions/turn_state.py):
+Each step is a module of its own, over the one TurnState record (sessions/turn_state.py);
+turn_steps (everything after the plan) is also what an offline runtime case runs, over memory:
 
     resolve      sessions.services.session_resolve      the active packages
     plan         sessions.turn_stages.turn_plan         stages, DAG levels, triggers, gates
+    TurnStart    sessions.hooks.turn_start              a hook may veto the whole turn
     stages       sessions.turn_stages.stages_run        each runtime through its gates, then
                    sessions.runtime_context               its inputs and ctx
                    sessions.function_runs                 a function (and its recursive calls)
                    sessions.agent_runs                    an agent (history, segments, tools)
                    sessions.runtime_checks                its output and effects checked
                    sessions.staged_writes                 its writes staged in the overlay
+    TurnStop     sessions.hooks.turn_stop               hooks observe the runtimes' results
     commit       sessions.turn_commit.turn_commit       one transaction: data, exports, turn row,
                    sessions.deferred_jobs.jobs_defer      detached runtimes as jobs, forms, events
 
@@ -32,6 +35,7 @@ from django.utils import timezone
 from sessions import hooks, services
 from sessions.locks import LOCK_WAIT_SECONDS, session_lock_acquire, session_lock_release
 from sessions.models import Session, Turn
+from sessions.planner import Plan
 from sessions.runtime_checks import schema_problem
 from sessions.turn_commit import turn_commit
 from sessions.turn_stages import manual_check, stages_run, turn_plan
@@ -45,6 +49,7 @@ __all__ = [
     "TurnState",
     "schema_problem",
     "turn_run",
+    "turn_steps",
 ]
 
 log = logging.getLogger("covel.sessions.turns")
@@ -74,7 +79,38 @@ def turn_run(
 
 
 def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[str, Any]:
-    # resolve
+    state = _turn_resolved(session=session, request=request, token=token)  # resolve
+    plan = turn_plan(state)  # plan
+    manual_check(plan, request.manual)
+    _turn_started(state)
+    try:
+        aborted = turn_steps(state, plan)  # TurnStart, stages, TurnStop, commit
+    except Exception as exc:
+        _turn_failed(state, exc)
+        raise
+    if aborted is not None:
+        return _turn_aborted(state, aborted)
+    summary = state.summary()
+    state.emit("turn.committed", summary)
+    return summary
+
+
+def turn_steps(state: TurnState, plan: Plan) -> str | None:
+    """The turn after its plan, as every turn runs it: a live one (above) and an offline
+    runtime case's over memory (sessions/cases.py). Returns a TurnStart abort's reason (nothing
+    ran, nothing is committed), or None once the turn is committed."""
+    started = time.monotonic()
+    aborted = hooks.turn_start(state)
+    if aborted is not None:
+        return aborted
+    stages_run(state, plan)  # each runtime through its gates, run, checked and staged
+    hooks.turn_stop(state, started)
+    turn_commit(state)  # data, exports, the turn row, forms, events; detached runtimes as jobs
+    return None
+
+
+def _turn_resolved(*, session: Session, request: TurnRequest, token: str) -> TurnState:
+    """The session's active packages and the turn's record (its row is saved once planned)."""
     session.refresh_from_db()
     services.session_require_active(session=session)
     resolution, installed = services.session_resolve(session=session)
@@ -86,7 +122,7 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
         kind=request.kind,
         player_message=request.message,
     )
-    state = TurnState(
+    return TurnState(
         session=session,
         turn=turn,
         resolution=resolution,
@@ -94,42 +130,32 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
         request=request,
         token=token,
     )
-    # plan
-    plan = turn_plan(state)
-    manual_check(plan, request.manual)
-    turn.save(force_insert=True)
+
+
+def _turn_started(state: TurnState) -> None:
+    state.turn.save(force_insert=True)
     state.emit(
         "turn.started",
         {
-            "number": number,
-            "kind": request.kind,
-            "playerMessage": request.message,
-            "active": list(resolution.active),
+            "number": state.turn.number,
+            "kind": state.request.kind,
+            "playerMessage": state.request.message,
+            "active": list(state.resolution.active),
         },
     )
-    started = time.monotonic()
-    aborted = hooks.turn_start(state)
-    if aborted is not None:
-        return _turn_aborted(state, aborted)
-    try:
-        # stages, then the commit (which defers the detached runtimes as jobs)
-        stages_run(state, plan)
-        hooks.turn_stop(state, started)
-        turn_commit(state)
-    except Exception as exc:
-        log.exception("turn %s of session %s failed", turn.pk, session.pk)
-        Turn.objects.filter(pk=turn.pk).update(
-            status=Turn.Status.FAILED,
-            error=str(exc),
-            finished_at=timezone.now(),
-            results=[state.results[r].as_dict() for r in state.order],
-        )
-        turn.status = Turn.Status.FAILED
-        state.emit("turn.failed", {"error": str(exc)})
-        raise
-    summary = state.summary()
-    state.emit("turn.committed", summary)
-    return summary
+
+
+def _turn_failed(state: TurnState, exc: Exception) -> None:
+    turn = state.turn
+    log.exception("turn %s of session %s failed", turn.pk, state.session.pk)
+    Turn.objects.filter(pk=turn.pk).update(
+        status=Turn.Status.FAILED,
+        error=str(exc),
+        finished_at=timezone.now(),
+        results=[state.results[r].as_dict() for r in state.order],
+    )
+    turn.status = Turn.Status.FAILED
+    state.emit("turn.failed", {"error": str(exc)})
 
 
 def _turn_aborted(state: TurnState, reason: str) -> dict[str, Any]:

@@ -51,11 +51,15 @@ def _choices(world: World) -> list[dict[str, Any]]:
         .order_by("package_id")
         .only("package_id", "display_name", "description", "kind", "version", "trust")
     )
-    # Pending or denied packages are shown with their state and cannot be ticked.
-    usability = packages_usability(package_ids=[p.package_id for p in packages])
+    # Pending or denied packages are shown with their state and cannot be ticked, unless an
+    # earlier approval still stands: sessions then run that version (its kept snapshot).
+    installed = play_selectors.installed_manifests()
+    usability = packages_usability(
+        package_ids=[p.package_id for p in packages],
+        paths={pid: manifest.path for pid, manifest in installed.items()},
+    )
     # A package whose agent needs a model slot nobody configured would fail every turn: shown
     # greyed with the reason, never ticked (not even when the world lists it).
-    installed = play_selectors.installed_manifests()
     no_model = packages_missing_slots(
         manifests={
             p.package_id: installed[p.package_id] for p in packages if p.package_id in installed
@@ -77,7 +81,10 @@ def _choices(world: World) -> list[dict[str, Any]]:
                 "checked": usable.usable
                 and not slots
                 and (package.kind == "core" or package.package_id in wanted),
-                "version": package.version,
+                # The version sessions run (the kept one while a newer version waits).
+                "version": installed[package.package_id].version
+                if package.package_id in installed
+                else package.version,
                 "trust": package.trust,
                 "approval": usable.state,
                 "blocked": not usable.usable or bool(slots),

@@ -10,6 +10,7 @@ Personas (used across the suite):
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import sys
@@ -39,6 +40,50 @@ def require_service(name: str, url: str, default_port: int) -> None:
         if IN_CI:
             pytest.fail(f"{name} at {url} is required in CI: {exc}")
         pytest.skip(f"{name} at {url} is not reachable: {exc}")
+
+
+# The second pass of scripts/test.sh (COVEL_TEST_PASS=services: PostgreSQL and Redis) repeats
+# only what could answer differently there. Left out, having run in the first pass:
+# - tests that ask for no database and no Redis (pytest-django refuses them any query) and whose
+#   module names nothing that reads the services from the environment or starts a process;
+# - browser tests: they check what Chromium shows and does; the views under them run on both
+#   databases through the client tests;
+# - tests marked first_pass_only (their servers are their own).
+_SERVICE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "live_server",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "redis_url",
+}
+_READS_SERVICES = re.compile(
+    r"subprocess|Popen|environ|DATABASE|REDIS|redis|notify|connection|celery|spawn|postgres"
+)
+
+
+def _same_on_services(item: pytest.Item, module_texts: dict[Path, str]) -> bool:
+    marks = {mark.name for mark in item.iter_markers()}
+    if "first_pass_only" in marks or "browser" in marks or "chromium_path" in item.fixturenames:
+        return True
+    if _SERVICE_FIXTURES & set(item.fixturenames) or {"django_db", "services"} & marks:
+        return False
+    path = Path(item.path)
+    if path not in module_texts:
+        module_texts[path] = path.read_text(encoding="utf-8")
+    return not _READS_SERVICES.search(module_texts[path])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("COVEL_TEST_PASS") != "services":
+        return
+    texts: dict[Path, str] = {}
+    kept, left = [], []
+    for item in items:
+        (left if _same_on_services(item, texts) else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
 
 
 @pytest.fixture(autouse=True)

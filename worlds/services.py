@@ -166,14 +166,7 @@ def world_sync(*, dirs: Iterable[Path]) -> WorldSyncReport:
             )
             continue
         seen[parsed.world_id] = str(folder)
-        cast = read_characters(folder)
-        lore = read_lorebook(folder)
-        schema = read_character_schema(folder)
-        warnings = [*parsed.warnings, *cast.warnings, *schema.warnings, *lore.warnings]
-        warnings += character_field_warnings(cast.characters, schema.records)
-        if parsed.ok:
-            warnings += _preset_warnings(parsed)
-        report.results.append(_world_store(parsed, cast, schema, lore, warnings))
+        report.results.append(_world_index(parsed, folder))
     for world in (
         World.objects.exclude(source_dir="")
         .exclude(world_id__in=list(seen))
@@ -183,6 +176,37 @@ def world_sync(*, dirs: Iterable[Path]) -> WorldSyncReport:
         world.save(update_fields=["state", "updated_at"])
         report.results.append(WorldSyncResult(world.world_id, world.source_dir, "missing"))
     return report
+
+
+def _world_index(parsed: WorldFile, folder: Path) -> WorldSyncResult:
+    cast = read_characters(folder)
+    lore = read_lorebook(folder)
+    schema = read_character_schema(folder)
+    warnings = [*parsed.warnings, *cast.warnings, *schema.warnings, *lore.warnings]
+    warnings += character_field_warnings(cast.characters, schema.records)
+    if parsed.ok:
+        warnings += _preset_warnings(parsed)
+    return _world_store(parsed, cast, schema, lore, warnings)
+
+
+def world_check_folder(*, folder: Path) -> list[Issue]:
+    """Every error the sync would find in this world folder (world.yaml, characters, lorebook,
+    field definitions), without storing anything: the installs room judges a world with it."""
+    parsed = read_world(folder)
+    cast = read_characters(folder)
+    lore = read_lorebook(folder)
+    schema = read_character_schema(folder)
+    return [*parsed.errors, *cast.errors, *schema.errors, *lore.errors]
+
+
+def world_index_one(*, folder: Path) -> WorldSyncResult:
+    """Index one world folder (an installed world), as the full sync would; the rest stay."""
+    return _world_index(read_world(folder), folder)
+
+
+def world_forget(*, world_id: str) -> None:
+    """Remove a world row nothing uses yet (an install rolled back)."""
+    World.objects.filter(world_id=world_id).delete()
 
 
 def _world_store(

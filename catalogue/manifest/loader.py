@@ -10,6 +10,8 @@ import hashlib
 import os
 import re
 import stat
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -24,7 +26,7 @@ from catalogue.manifest.context import (
 )
 from catalogue.manifest.fingerprint import code_fingerprint
 from catalogue.manifest.frontmatter import YAML_CODES, Parsed, split_markdown
-from catalogue.manifest.locale_files import check_locale_file
+from catalogue.manifest.locale_files import check_locale_file, merge_texts, read_messages
 from catalogue.manifest.normalise import normalise_package, normalise_runtime
 from catalogue.manifest.older_format import detect_older_format
 from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest, freeze
@@ -49,8 +51,14 @@ _VALUE_CODES = {
 }
 
 
-def load_package(path: str | os.PathLike[str], *, host_version: str = HOST_VERSION) -> LoadResult:
-    """Validate the package folder at path. Always returns a LoadResult."""
+def load_package(
+    path: str | os.PathLike[str], *, host_version: str = HOST_VERSION, content_hash: str = ""
+) -> LoadResult:
+    """Validate the package folder at path. Always returns a LoadResult.
+
+    content_hash: the caller's package_hash of the same folder (the sync hashed it to learn
+    that it changed), so the files are not read twice; computed here when not given.
+    """
     root = Path(os.path.abspath(path))
     folder = root.name
     loader = _Loader(root, host_version)
@@ -68,10 +76,11 @@ def load_package(path: str | os.PathLike[str], *, host_version: str = HOST_VERSI
             )
         )
         manifest = None
-    try:
-        content_hash = package_hash(root) if root.is_dir() else ""
-    except OSError:
-        content_hash = ""
+    if not content_hash:
+        try:
+            content_hash = package_hash(root) if root.is_dir() else ""
+        except OSError:
+            content_hash = ""
     ctx = loader.ctx
     raw = loader.raw
     written_id = raw.get("id") if isinstance(raw, dict) else None
@@ -93,6 +102,57 @@ def rules_version() -> str:
     return code_fingerprint(here, here.parent / "schemas")
 
 
+def _package_entries(root: Path) -> list[tuple[str, str]]:
+    """(package-relative path, full path) of what the content hash covers, sorted: every file
+    and every linked folder, node_modules and .git skipped, links never followed. (os.walk's
+    walk, written with scandir and plain strings: an unchanged sync does this for every
+    package, so it is kept to the syscalls.)"""
+    found: list[tuple[str, str]] = []
+    folders = [(os.fspath(root), "")]
+    while folders:
+        folder, prefix = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # as os.walk: an unreadable folder is left out
+        for entry in entries:
+            relative = prefix + entry.name
+            if entry.is_dir():
+                if entry.name in _HASH_SKIP:
+                    continue
+                if entry.is_symlink():
+                    found.append((relative, entry.path))
+                else:
+                    folders.append((entry.path, relative + "/"))
+            else:
+                found.append((relative, entry.path))
+    return sorted(found)
+
+
+# A file changed this close to the moment its stats were taken may change again within the
+# clock's granularity without a visible difference ("racily clean", as git calls it): such
+# stats are not kept, so the next sync hashes that package rather than trust them.
+RACY_NS = 2_000_000_000
+
+
+def package_stats(root: Path, *, now_ns: int | None = None) -> list[list[Any]]:
+    """[[path, size, mtime_ns, ctime_ns, inode], ...] of the files package_hash covers, from
+    lstat alone (no file is opened). Equal stats mean equal content for the sync: an edit
+    changes the size or the times, a replaced file the inode, and ctime cannot be set back
+    the way mtime can. [] when a file is too fresh to trust (RACY_NS) or the folder is gone."""
+    limit = (time.time_ns() if now_ns is None else now_ns) - RACY_NS
+    stats: list[list[Any]] = []
+    try:
+        for relative, full in _package_entries(root):
+            info = os.lstat(full)
+            if info.st_mtime_ns > limit or info.st_ctime_ns > limit:
+                return []
+            stats.append([relative, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino])
+    except OSError:
+        return []
+    return stats
+
+
 def package_hash(root: Path) -> str:
     """sha256 over the sorted package-relative paths and their bytes (node_modules/.git skipped).
 
@@ -102,17 +162,7 @@ def package_hash(root: Path) -> str:
     """
     digest = hashlib.sha256()
     budget = package_files.MAX_PACKAGE_BYTES
-    found: list[tuple[str, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _HASH_SKIP)
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            found.append((Path(os.path.relpath(full, root)).as_posix(), full))
-        for name in dirnames:
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full):
-                found.append((Path(os.path.relpath(full, root)).as_posix(), full))
-    for relative, full in sorted(found):
+    for relative, full in _package_entries(root):
         info = os.lstat(full)
         digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
         if stat.S_ISLNK(info.st_mode):
@@ -148,6 +198,11 @@ class _Loader:
         self.merged = False
         self.locales: list[str] = []
         self.instruction_locales: list[str] = []
+        # The catalogue's text per locale, as read here (locale files, then PLUGIN.<locale>.md),
+        # and locales/<locale>.messages.json: carried on the Manifest, never read again.
+        self.texts_from_files: dict[str, dict[str, str]] = {}
+        self.texts_from_variants: dict[str, dict[str, str]] = {}
+        self.messages: dict[str, dict[str, str] | None] = {}
 
     # ------------------------------------------------------------ reading files
 
@@ -325,14 +380,17 @@ class _Loader:
                     continue
                 relative = f"{LOCALES_DIR}/{entry.name}"
                 self.current_file = relative
-                check_locale_file(
+                data = check_locale_file(
                     self.ctx,
                     self.root,
                     relative,
                     reader_issues=self.reader_issues,
                     schema_issues=self.schema_issues,
                 )
+                if texts := _catalogue_texts((data or {}).get(PLUGIN_FILE)):
+                    self.texts_from_files.setdefault(match.group(1), {}).update(texts)
                 self.add_locale(match.group(1), instructions=False)
+            self.messages = read_messages(locales_dir)
 
     def scan_variants(self, rel_dir: str, pattern: re.Pattern[str], kind: str) -> None:
         folder = self.root / rel_dir if rel_dir else self.root
@@ -349,6 +407,12 @@ class _Loader:
                 self.schema_issues.extend(schema.validate(kind, data, file=relative))
                 if kind == "locale":
                     rules.check_locale(self.ctx, data, file=relative)
+            if kind == "locale":
+                texts = _catalogue_texts(data)
+                if parsed.body.strip():
+                    texts["body"] = parsed.body.strip()
+                if texts:
+                    self.texts_from_variants.setdefault(match.group(1), {}).update(texts)
             self.add_locale(match.group(1), instructions=bool(parsed.body.strip()))
 
     def add_locale(self, locale: str, *, instructions: bool) -> None:
@@ -416,4 +480,17 @@ class _Loader:
             runtimes=runtimes,
             locales=tuple(self.locales),
             languages=MappingProxyType({"text": tuple(text), "instructions": tuple(instructions)}),
+            translations=freeze(merge_texts(self.texts_from_files, self.texts_from_variants)),
+            messages=freeze(self.messages),
         )
+
+
+def _catalogue_texts(data: Any) -> dict[str, str]:
+    """The name and description a locale gives the catalogue (non-empty strings, stripped)."""
+    if not isinstance(data, Mapping):
+        return {}
+    return {
+        k: v.strip()
+        for k in ("displayName", "description")
+        if isinstance(v := data.get(k), str) and v.strip()
+    }

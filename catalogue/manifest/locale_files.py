@@ -6,10 +6,12 @@ text; `messages` holds the text of UI specs and code (docs/loader.md "Translatio
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
-from catalogue.manifest import rules, schema
+from catalogue.manifest import package_files, rules, schema
 from catalogue.manifest.context import MAX_FILE_BYTES, PLUGIN_FILE, Context
 from catalogue.manifest.frontmatter import parse_yaml
 from catalogue.manifest.types import Issue
@@ -26,8 +28,9 @@ def check_locale_file(
     *,
     reader_issues: list[Issue],
     schema_issues: list[Issue],
-) -> None:
-    """locales/<locale>.yaml|json: translated text per manifest file, parsed as safely as frontmatter."""
+) -> dict | None:
+    """locales/<locale>.yaml|json: translated text per manifest file, parsed as safely as
+    frontmatter. Returns the parsed mapping (the loader keeps its text), None when unusable."""
     full = os.path.join(root, *relative.split("/"))
     real = os.path.realpath(full)
     if not real.startswith(ctx.real_root + os.sep):
@@ -37,7 +40,7 @@ def check_locale_file(
             "path-escapes",
             f"{relative} leads outside the package through a symbolic link",
         )
-        return
+        return None
     try:
         with open(full, "rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)
@@ -45,26 +48,26 @@ def check_locale_file(
         ctx.error(
             relative, "", "file-unreadable", f"{relative} cannot be read: {exc.strerror or exc}"
         )
-        return
+        return None
     if len(raw) > MAX_FILE_BYTES:
         ctx.error(
             relative, "", "file-too-large", f"{relative} is larger than {MAX_FILE_BYTES} bytes"
         )
-        return
+        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         ctx.error(relative, "", "not-utf8", f"the file is not valid UTF-8 (byte {exc.start})")
-        return
+        return None
     issues: list[Issue] = []
     # JSON is YAML, so one safe parser reads both.
     data = parse_yaml(text.removeprefix("\ufeff"), relative, issues)
     reader_issues.extend(issues)
     if data is None:
-        return
+        return None
     if not isinstance(data, dict):
         ctx.error(relative, "", "frontmatter-not-mapping", "a locale file must be a mapping")
-        return
+        return None
     # One section per manifest file, holding that file's translated text.
     runtime_files = {rt.file for rt in ctx.runtimes if rt.file != PLUGIN_FILE}
     for section, texts in data.items():
@@ -86,3 +89,38 @@ def check_locale_file(
                 f"{section!r} is not a manifest file of this package (PLUGIN.md or runtimes/<id>/RUNTIME.md) "
                 "nor the messages section",
             )
+    return data
+
+
+# locales/<locale>.messages.json: the code's texts (not a manifest file: the verdict ignores it).
+_MESSAGES_FILE = re.compile(r"^([a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*)\.messages\.json$")
+
+
+def read_messages(locales_dir: Path) -> dict[str, dict[str, str] | None]:
+    """{locale: {source text: translation}} of locales/<locale>.messages.json, read once by
+    the loader for the sessions that show them (Manifest.messages). Not part of the verdict: a
+    file that is not a JSON object of texts translates nothing (None)."""
+    found: dict[str, dict[str, str] | None] = {}
+    for entry in sorted(locales_dir.iterdir()):
+        match = _MESSAGES_FILE.match(entry.name)
+        if not match:
+            continue
+        try:
+            raw = package_files.read_bytes(entry, limit=MAX_FILE_BYTES) if entry.is_file() else b""
+            data = json.loads(raw.decode("utf-8")) if raw else None
+        except (OSError, ValueError, package_files.FileRefused):
+            found[match.group(1)] = None
+            continue
+        if isinstance(data, dict):
+            found[match.group(1)] = {str(k): v for k, v in data.items() if isinstance(v, str)}
+    return found
+
+
+def merge_texts(*layers: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The catalogue's text per locale, later layers winning (a PLUGIN.<locale>.md says it over
+    its locale file)."""
+    found: dict[str, dict[str, str]] = {}
+    for texts in layers:
+        for locale, fields in texts.items():
+            found.setdefault(locale, {}).update(fields)
+    return found

@@ -129,6 +129,17 @@ class Manifest:
     runtimes: tuple[RuntimeManifest, ...]
     locales: tuple[str, ...] = ()  # locale variants found, e.g. ("zh-CN",)
     languages: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # What the loader read of the locale files, so nobody reads them again:
+    # translations: {locale: {"displayName"?, "description"?, "body"?}} for the catalogue, from
+    #   locales/<locale>.yaml|yml|json ("PLUGIN.md" section) and PLUGIN.<locale>.md (which wins);
+    # messages: {locale: {source text: translation}} from locales/<locale>.messages.json, for
+    #   the code's texts (None for a file that could not be read as a JSON object of texts).
+    translations: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    messages: Mapping[str, Mapping[str, str] | None] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     @property
     def kind(self) -> str:

@@ -2,8 +2,13 @@
 // and resolve each static import by the host's rules (resolver.mjs), without running anything.
 // Used for community code that staff have not approved yet, which must never run.
 //
-// stdin: {"root": "/abs/package", "files": ["server/index.js", "runtimes/a/handler.ts", ...]}
-// stdout: {"ok": bool, "files": [...checked], "errors": [{"code", "file", "line", "message"}]}
+// One process checks many packages (a sync checks thousands; a Node start costs more than a
+// package's check): one request per stdin line, one answer per stdout line, in order.
+// stdin line: {"root": "/abs/package", "files": ["server/index.js", "runtimes/a/handler.ts", ...]}
+// stdout line: {"ok": bool, "files": [...checked], "errors": [{"code", "file", "line", "message"}]}
+// Packages share nothing but the process: each check starts from its own request and keeps no
+// state, so one package's files cannot change another's verdict. The caller (codecheck.py)
+// times each answer and starts a fresh process for the rest when one hangs or kills this one.
 //
 // Parsing is vm.SourceTextModule (needs --experimental-vm-modules): constructing one parses the
 // module and lists its static import specifiers; it is never linked or evaluated. TypeScript is
@@ -13,6 +18,7 @@
 import { spawnSync } from "node:child_process";
 import { builtinModules, stripTypeScriptTypes } from "node:module";
 import { readFileSync, realpathSync } from "node:fs";
+import { createInterface } from "node:readline";
 import path from "node:path";
 import vm from "node:vm";
 import { ALLOWED_BUILTINS, existingTarget, isFile, isInside } from "./resolver.mjs";
@@ -31,8 +37,7 @@ function syntaxLine(code) {
   return match ? Number(match[1]) : null;
 }
 
-function main() {
-  const request = JSON.parse(readFileSync(0, "utf8"));
+function checkPackage(request) {
   const root = realpathSync(request.root);
   const errors = [];
   const seen = new Set();
@@ -73,7 +78,7 @@ function main() {
       if (problem) errors.push(problem);
     }
   }
-  process.stdout.write(JSON.stringify({ ok: errors.length === 0, files: [...seen].map((f) => path.relative(root, f)), errors }));
+  return { ok: errors.length === 0, files: [...seen].map((f) => path.relative(root, f)), errors };
 }
 
 function check(specifier, file, root, rel, queue) {
@@ -115,4 +120,19 @@ function check(specifier, file, root, rel, queue) {
   return null;
 }
 
-main();
+async function main() {
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (!line.trim()) continue;
+    let answer;
+    try {
+      answer = checkPackage(JSON.parse(line));
+    } catch (error) {
+      // The package's folder vanished or a file could not be read: this package's verdict only.
+      answer = { ok: false, files: [], errors: [{ code: "static_check_failed", file: "", line: null, message: `the static check failed: ${error.message}` }] };
+    }
+    process.stdout.write(JSON.stringify(answer) + "\n");
+  }
+}
+
+await main();

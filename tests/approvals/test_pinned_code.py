@@ -69,12 +69,11 @@ def a_session(alice):
     return session_create(owner=alice, world=world)
 
 
-def test_an_edited_approved_file_never_runs_and_the_package_waits_for_review(
+def test_an_edited_approved_file_never_runs_and_the_approved_one_runs_until_review(
     hub: Path, alice, bob, monkeypatch
 ):
     from pluginhost import services as host_services
     from pluginhost.pool import get_host
-    from sessions.services import SessionProblem
 
     sync()
     first = approval_current(package_key="pinned")
@@ -98,28 +97,49 @@ def test_an_edited_approved_file_never_runs_and_the_package_waits_for_review(
     get_host().forget("pinned")
     assert rpc(session) == {"ok": True, "data": {"value": "v1"}}
 
-    # Once the check looks (every 2 s; at once here), the call is refused with a clear code and
-    # the edit is a new request in the staff queue.
+    # Once the check looks (every 2 s; at once here), the edit is a new request in the staff
+    # queue, and the call still runs the approved copy.
     monkeypatch.setattr(host_services, "_KEY_TTL", 0.0)
-    with pytest.raises(SessionProblem) as refused:
-        rpc(session)
-    assert refused.value.code == "plugin_code_changed"
-    assert "tests/value.js" in str(refused.value) and f"#{first.pk}" in str(refused.value)
+    assert rpc(session) == {"ok": True, "data": {"value": "v1"}}
     second = approval_current(package_key="pinned")
     assert second.pk != first.pk and second.state == "pending"
     assert second.baseline_id == first.pk
     changed = {c["path"]: c["sha256"] for c in second.permissions["code"]}
     approved = {c["path"]: c["sha256"] for c in first.permissions["code"]}
     assert changed["tests/value.js"] != approved["tests/value.js"]
+    # The folder's version waits; sessions keep the approved one.
     assert package_usability(package_id="pinned").state == "pending"
-
-    # Pending: the session does not even reach the host any more.
-    with pytest.raises(SessionProblem) as inactive:
-        rpc(session)
-    assert inactive.value.code == "plugin_not_active"
+    assert rpc(session) == {"ok": True, "data": {"value": "v1"}}
 
     approval_decide(request_id=second.pk, decision="allow", actor=bob)
     assert rpc(session) == {"ok": True, "data": {"value": "v2, not approved"}}
+
+
+def test_without_a_kept_version_an_edit_waits_for_staff(hub: Path, alice, bob, monkeypatch):
+    """An approval made before versions were kept (or whose snapshot was deleted) and a folder
+    that no longer holds it: nothing approved can be rebuilt, so the package waits."""
+    from approvals.store import versions_root
+    from pluginhost import services as host_services
+    from sessions.services import SessionProblem
+
+    monkeypatch.setattr(host_services, "_KEY_TTL", 0.0)
+    sync()
+    first = approval_current(package_key="pinned")
+    approval_decide(request_id=first.pk, decision="allow", actor=bob)
+    session = a_session(alice)
+    assert rpc(session) == {"ok": True, "data": {"value": "v1"}}
+    for folder in (store_root(), versions_root()):
+        for path in folder.rglob("*"):
+            path.chmod(0o700)
+        shutil.rmtree(folder)
+    (hub / "tests" / "value.js").write_text('export const value = "v2, not approved";\n')
+    with pytest.raises(SessionProblem) as refused:
+        rpc(session)
+    assert refused.value.code == "plugin_code_changed"
+    assert "tests/value.js" in str(refused.value) and f"#{first.pk}" in str(refused.value)
+    with pytest.raises(SessionProblem) as inactive:
+        rpc(session)
+    assert inactive.value.code == "plugin_not_active"
 
 
 def test_the_load_check_refuses_code_nobody_approved(hub: Path):

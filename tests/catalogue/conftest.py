@@ -122,7 +122,7 @@ def plugin_dirs(real_plugin_dirs: PluginDirs, monkeypatch: pytest.MonkeyPatch) -
     """The same folders, read by the fake loader, which counts its calls."""
     dirs = real_plugin_dirs
 
-    def counting_load(path: Path, host_version: str) -> LoadResult:
+    def counting_load(path: Path, host_version: str, content_hash: str = "") -> LoadResult:
         dirs.loads.append(Path(path).name)
         return fake_load(path, host_version)
 

@@ -12,7 +12,7 @@ from catalogue.callouts import Callout, CalloutMissing
 def test_every_slot_is_registered_by_its_app_at_start_up():
     from approvals.selectors import approval_seen_hashes, packages_usability
     from approvals.services import approval_request_sync
-    from installs.selectors import catalogue_available, package_provenance
+    from installs.selectors import available_entries, available_entry, package_provenance
     from pluginhost.codecheck import package_code_checks
     from sources.manifest.loader import load_source_plugin
 
@@ -22,8 +22,9 @@ def test_every_slot_is_registered_by_its_app_at_start_up():
     assert callouts.package_code_checks.get() is package_code_checks
     assert callouts.source_plugin_loader.get() is load_source_plugin
     assert callouts.package_provenance.get() is package_provenance
-    assert callouts.catalogue_available.get() is catalogue_available
-    assert len(callouts.ALL) == 7
+    assert callouts.available_entries.get() is available_entries
+    assert callouts.available_entry.get() is available_entry
+    assert len(callouts.ALL) == 8
 
 
 def test_the_job_runner_and_session_check_are_registered_by_sessions():

@@ -31,6 +31,9 @@ def hub_dirs(tmp_path, settings) -> Path:
     settings.VAR_DIR.mkdir()
     settings.COVEL_INSTALLED_PLUGINS_DIR = tmp_path / "installed"
     settings.COVEL_COMMUNITY_PLUGIN_DIRS = [tmp_path / "installed"]
+    # A collection's worlds go here (installs/worlds.py), the only world folder of these tests.
+    settings.COVEL_INSTALLED_WORLDS_DIR = tmp_path / "installed-worlds"
+    settings.COVEL_WORLD_DIRS = [tmp_path / "installed-worlds"]
     return tmp_path / "installed"
 
 

@@ -47,3 +47,26 @@ def make_zip(files: dict[str, bytes], *, symlinks: dict[str, str] | None = None)
             info.external_attr = 0o120777 << 16
             archive.writestr(info, target)
     return buffer.getvalue()
+
+
+WORLD_YAML = """id: {id}
+name: {name}
+description: A world to play in.
+version: "1.0"
+author:
+  name: Ada Author
+plugins: [{plugins}]
+"""
+
+
+def world_files(
+    world_id: str, *, plugins: tuple[str, ...] = (), **extra: bytes
+) -> dict[str, bytes]:
+    """A world folder in the hub's format (docs/worlds.md): world.yaml and one character."""
+    files = {
+        "world.yaml": WORLD_YAML.format(
+            id=world_id, name=world_id.title(), plugins=", ".join(plugins)
+        ).encode(),
+        "characters/characters.json": b'[{"id": "wren", "name": "Wren", "type": "player"}]',
+    }
+    return {**files, **extra}

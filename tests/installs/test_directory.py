@@ -142,7 +142,7 @@ def test_the_directory_page_shows_available_entries_with_filters_search_and_deta
     assert "Install…" in client.get("/installs/directory/").content.decode()
     # The catalogue lists what the directory offers beside what is installed.
     listing = client.get("/").content.decode()
-    assert "Available to install" in listing and "lantern" in listing
+    assert 'data-available="lantern"' in listing and "available-badge" in listing
 
 
 def test_a_directory_in_a_git_repository_and_its_install_button_runs_the_preview(

@@ -35,9 +35,39 @@ def sleep_and_write(job: Any, ctx: JobContext) -> RunResult:
     _log(job, "runs.log", f"{key} end {time.time():.6f} {os.getpid()}")
 
     def commit() -> None:
+        # The file line shows when; the row counts how often. A worker killed between the two
+        # leaves the line without the row (its transaction rolled back): only the row is an
+        # effect that takes place exactly once.
         _log(job, "commits.log", f"{key} {time.time():.6f}")
+        _count_commit(job, key)
 
     return RunResult(result={"slept_ms": ms, "label": key}, commit=commit)
+
+
+def _count_commit(job: Any, key: str) -> None:
+    import uuid
+
+    from sessions.models import PluginData
+
+    PluginData.objects.create(
+        session_id=job.session_id,
+        plugin_id="jobs-test",
+        namespace="commits",
+        key=f"{key} {uuid.uuid4()}",
+        value=key,
+    )
+
+
+def committed_counts(session_id: Any) -> dict[str, int]:
+    """How many times each label's commit took effect in the database."""
+    from sessions.models import PluginData
+
+    counts: dict[str, int] = {}
+    for label in PluginData.objects.filter(
+        session_id=session_id, plugin_id="jobs-test"
+    ).values_list("value", flat=True):
+        counts[label] = counts.get(label, 0) + 1
+    return counts
 
 
 def fail(job: Any, ctx: JobContext) -> RunResult:

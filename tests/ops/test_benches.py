@@ -25,7 +25,8 @@ PYTHON = str(REPO / ".venv" / "bin" / "python")
 
 # scripts/test.sh runs the suite twice (embedded, then PostgreSQL + Redis); the benches ignore
 # the suite's database either way, so test.sh leaves this file out of the second pass.
-pytestmark = [pytest.mark.slow]
+# Throw-away databases of its own: the same in both passes of scripts/test.sh.
+pytestmark = [pytest.mark.slow, pytest.mark.first_pass_only]
 
 # bench file: (smallest arguments, a line its output must contain)
 SMALLEST = {

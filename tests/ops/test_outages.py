@@ -31,7 +31,8 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 SESSIONS = 4
 
-pytestmark = pytest.mark.slow
+# Its servers are its own (or the embedded default): the same in both passes of scripts/test.sh.
+pytestmark = [pytest.mark.slow, pytest.mark.first_pass_only]
 
 SETUP = """
 import json

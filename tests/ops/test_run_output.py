@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from test_run_script import start, stop_and_check
 
-pytestmark = pytest.mark.slow
+# Its servers are its own (or the embedded default): the same in both passes of scripts/test.sh.
+pytestmark = [pytest.mark.slow, pytest.mark.first_pass_only]
 
 
 def test_run_sh_says_where_it_runs_and_what_to_do_next_and_nothing_noisy(tmp_path):

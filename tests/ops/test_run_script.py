@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+# Its servers are its own (or the embedded default): the same in both passes of scripts/test.sh.
+pytestmark = [pytest.mark.slow, pytest.mark.first_pass_only]
 
 
 def descendants(pid: int) -> dict[int, str]:

@@ -18,7 +18,7 @@ def drop_index(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("catalogue", "0009_search_trigram_index")]
+    dependencies = [("catalogue", "0010_package_file_stats")]
 
     operations = [
         migrations.RunPython(create_index, drop_index, elidable=True),
