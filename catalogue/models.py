@@ -110,6 +110,11 @@ class Package(models.Model):
 
     class Meta:
         ordering = ["package_id"]
+        indexes = [
+            # The list's order by name, and on SQLite the narrow index a search's page order
+            # is found in (catalogue/search.py, _FtsMatch).
+            models.Index(fields=["name_key", "package_id"], name="catalogue_package_name_order")
+        ]
 
     def __str__(self) -> str:
         return f"{self.package_id}@{self.version}"

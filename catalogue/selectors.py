@@ -12,11 +12,11 @@ page needs them.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 from django.urls import reverse
 from django.utils import translation
 
@@ -146,15 +146,30 @@ def package_page(
     num_pages = max(1, -(-count // page_size))
     page = max(1, page)
     start = (page - 1) * page_size if offset is None else max(0, offset)
-    # A list item never needs the big columns (the manifest above all): leave them in the database.
-    slim = qs.defer(*LIST_DEFERRED).prefetch_related(*_list_prefetches())
-    items = list(slim[start : start + page_size]) if start < count else []
+    items = _page_items(qs, start, page_size) if start < count else []
     result = PackagePage(
         items=items, count=count, page=page, page_size=page_size, num_pages=num_pages
     )
     if facets:
-        result.facets = tag_counts(queryset=qs)
+        # Nothing narrows the list: count every tag row, without asking which packages match.
+        unfiltered = replace(filters, sort="") == PackageFilters() and not filters.q.strip()
+        result.facets = tag_counts(queryset=None if unfiltered else qs)
     return result
+
+
+def _page_items(qs: QuerySet[Package], start: int, page_size: int) -> list[Package]:
+    """The page's packages in qs's order. The order is found over the ids alone, which a
+    narrow index can answer (catalogue_package_name_order), and only the page's rows are read
+    whole: sorting thousands of matches no longer carries their columns along."""
+    ids = list(qs.values_list("pk", flat=True)[start : start + page_size])
+    # A list item never needs the big columns (the manifest above all): leave them in the database.
+    rows = (
+        Package.objects.filter(pk__in=ids)
+        .defer(*LIST_DEFERRED)
+        .prefetch_related(*_list_prefetches())
+    )
+    by_id = {row.pk: row for row in rows}
+    return [by_id[pk] for pk in ids if pk in by_id]
 
 
 def tag_counts(*, queryset: QuerySet[Package] | None = None) -> list[dict[str, Any]]:
@@ -162,9 +177,9 @@ def tag_counts(*, queryset: QuerySet[Package] | None = None) -> list[dict[str, A
     tags = PackageTag.objects.all()
     if queryset is not None:
         tags = tags.filter(package__in=queryset.order_by().values("pk"))
-    rows = (
-        tags.values("tag").annotate(count=Count("package", distinct=True)).order_by("-count", "tag")
-    )
+    # A package carries a tag at most once (catalogue_unique_tag), so counting rows counts
+    # packages: no DISTINCT, and the tag index alone answers it.
+    rows = tags.values("tag").annotate(count=Count("pk")).order_by("-count", "tag")
     return [{"tag": r["tag"], "count": r["count"]} for r in rows]
 
 
@@ -189,11 +204,12 @@ def contract_providers() -> list[dict[str, Any]]:
 
 
 def contract_ids() -> list[str]:
-    return list(
-        Contract.objects.filter(package_links__relation="provides")
-        .distinct()
-        .values_list("contract_id", flat=True)
+    """The contracts some package provides: each contract asks its (contract, relation) index
+    once, instead of a DISTINCT over every package's links."""
+    provided = PackageContract.objects.filter(
+        contract=OuterRef("pk"), relation=PackageContract.Relation.PROVIDES
     )
+    return list(Contract.objects.filter(Exists(provided)).values_list("contract_id", flat=True))
 
 
 def package_providers_of(*, contract_id: str) -> QuerySet[Package]:
