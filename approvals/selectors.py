@@ -37,16 +37,29 @@ def package_usability(*, package_id: str, version: str | None = None) -> Usabili
     return _usability(package_id, package, scope, version)
 
 
-def packages_usability(*, package_ids: Iterable[str]) -> dict[str, Usability]:
-    """package_usability for many packages in two queries (for the resolver's turn)."""
+def packages_usability(
+    *, package_ids: Iterable[str], packages: Mapping[str, Package] | None = None
+) -> dict[str, Usability]:
+    """package_usability for many packages in two queries at most (for the resolver's turn).
+
+    packages: their rows, read already (a turn's loaded packages); bundled packages need no
+    permission scope, so a turn with none other reads no scope."""
     wanted = list(dict.fromkeys(package_ids))
-    rows = {p.package_id: p for p in Package.objects.filter(package_id__in=wanted)}
-    scopes = {
-        s.package_key: s
-        for s in PermissionScope.objects.select_related("request").filter(
-            package_key__in=list(rows)
-        )
-    }
+    rows = {pid: packages[pid] for pid in wanted if packages and pid in packages}
+    missing = [pid for pid in wanted if pid not in rows]
+    if missing:
+        rows.update({p.package_id: p for p in Package.objects.filter(package_id__in=missing)})
+    reviewed = [pid for pid, p in rows.items() if p.trust != Package.Trust.BUNDLED]
+    scopes = (
+        {
+            s.package_key: s
+            for s in PermissionScope.objects.select_related("request").filter(
+                package_key__in=reviewed
+            )
+        }
+        if reviewed
+        else {}
+    )
     return {pid: _usability(pid, rows.get(pid), scopes.get(pid), None) for pid in wanted}
 
 

@@ -18,7 +18,8 @@ from django.db.models import Count, QuerySet, Sum
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
-from core.sql import Table
+from core.memo import per_scope
+from core.sql import Table, read
 from eventlog.models import SessionEvent
 from sessions.models import (
     Interaction,
@@ -70,28 +71,33 @@ def _manifest(package_id: str, source_dir: str, content_hash: str) -> Manifest |
 def installed_manifests() -> dict[str, Manifest]:
     """Every indexed package that loads, by ID: what the resolver may choose from.
 
-    Plain tuples, not model rows: every turn and every job asks, and the manifests themselves
-    come from the cache.
+    A few plain columns, not whole rows: every turn and every job asks, and the manifests
+    themselves come from the cache.
     """
     found: dict[str, Manifest] = {}
-    for package_id, source_dir, content_hash in _loaded_package_rows():
-        manifest = _manifest(package_id, source_dir, content_hash)
-        if manifest is not None and manifest.id == package_id:
+    for package in loaded_packages():
+        manifest = _manifest(package.package_id, package.source_dir, package.content_hash)
+        if manifest is not None and manifest.id == package.package_id:
             found[manifest.id] = manifest
     return found
 
 
-def _loaded_package_rows() -> list[tuple[str, str, str]]:
-    # Plain SQL (core/sql.py): every job asks, and compiling the query costs more than running it.
+# What the resolver and the approvals' usability verdicts read of a loaded package; the rest of
+# the row (its manifest JSON) is loaded only if used (a community package waiting for review).
+LOADED_FIELDS = ("package_id", "source_dir", "content_hash", "version", "state", "trust")
+
+
+@per_scope
+def loaded_packages() -> list[Package]:
+    """The loaded packages (LOADED_FIELDS only): once per turn (core.memo), in one statement.
+    Plain SQL (core/sql.py): every job asks, and compiling the query costs more than running it."""
     packages = Table(Package)
-    col = packages.col
-    sql = (
-        f"SELECT {col('package_id')}, {col('source_dir')}, {col('content_hash')} "
-        f"FROM {packages} WHERE {col('state')} = %s"
+    return read(
+        Package,
+        f"{packages.col('state')} = %s",
+        [Package.State.LOADED.value],
+        fields=LOADED_FIELDS,
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [Package.State.LOADED.value])
-        return cursor.fetchall()
 
 
 def core_package_ids() -> list[str]:
@@ -175,16 +181,23 @@ def turn_count(*, session: Session) -> int:
 # ------------------------------------------------------------------ session lore
 
 
-def session_lore(*, session: Session) -> list[dict[str, Any]]:
+# (plugin, namespace, key), value: a session's plugin data as a turn read it once.
+DataRows = list[tuple[tuple[str, str, str], Any]]
+
+
+def session_lore(*, session: Session, data: DataRows | None = None) -> list[dict[str, Any]]:
     """The lore packages wrote in this session (lorebook.upsert), enabled entries only, by
     insertionOrder then id, as Covel lists its session lorebook.
 
     Each entry has the world lorebook's {id, title, keys, text} (title: its first key, else
     its id) and Covel's own fields (content, strategy, position, insertionOrder, pluginId).
     """
-    rows = PluginData.objects.filter(session=session, namespace=LORE_NAMESPACE).values_list(
-        "value", flat=True
-    )
+    if data is not None:
+        rows: Any = [value for (_, namespace, _), value in data if namespace == LORE_NAMESPACE]
+    else:
+        rows = PluginData.objects.filter(session=session, namespace=LORE_NAMESPACE).values_list(
+            "value", flat=True
+        )
     entries = [dict(v) for v in rows if isinstance(v, dict) and v.get("enabled", True)]
     entries.sort(key=lambda e: (e.get("insertionOrder", 100), str(e.get("id"))))
     return [
@@ -198,12 +211,16 @@ def session_lore(*, session: Session) -> list[dict[str, Any]]:
     ]
 
 
-def session_characters(*, session: Session) -> list[dict[str, Any]]:
+def session_characters(*, session: Session, data: DataRows | None = None) -> list[dict[str, Any]]:
     """The world's characters with the session's (character.upsert) over them, as ctx.world
-    and the prompts' {{ world.characters }} see them from the turn after the upsert."""
-    rows = PluginData.objects.filter(
-        session=session, plugin_id=SESSION_DATA, namespace=CHARACTERS
-    ).values_list("value", flat=True)
+    and the prompts' {{ world.characters }} see them from the turn after the upsert.
+    data: the session's plugin data already read (a turn's), in table order."""
+    if data is not None:
+        rows: Any = [v for (p, n, _), v in data if p == SESSION_DATA and n == CHARACTERS]
+    else:
+        rows = PluginData.objects.filter(
+            session=session, plugin_id=SESSION_DATA, namespace=CHARACTERS
+        ).values_list("value", flat=True)
     own = [v for v in rows if isinstance(v, dict)]
     return merge_characters(list(session.world.characters or []), own)
 

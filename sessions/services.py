@@ -39,7 +39,8 @@ from worlds.services import user_settings_for
 
 
 def _usable_from(manifests: Mapping[str, Manifest]) -> Any:
-    verdicts = packages_usability(package_ids=list(manifests))
+    loaded = {p.package_id: p for p in selectors.loaded_packages()}
+    verdicts = packages_usability(package_ids=list(manifests), packages=loaded)
 
     def usable(manifest: Manifest) -> tuple[bool, str | None]:
         verdict = verdicts.get(manifest.id)

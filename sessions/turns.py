@@ -29,6 +29,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.memo import memo_scope
 from sessions import hooks, services
 from sessions.locks import LOCK_WAIT_SECONDS, session_lock_acquire, session_lock_release
 from sessions.models import Session, Turn
@@ -63,19 +64,24 @@ def turn_run(
     a runtime that does not trigger now). token: a lock the caller already holds (and this
     call releases), for the streaming action.
     """
+    fresh = False
     if token is None:
         if request.kind != Turn.Kind.BACKGROUND:
             request.settle = services.session_settle(session_id=session.pk)
-        token = session_lock_acquire(session_id=session.pk, wait=wait)
+        # The session as the lease was taken: read by the same statement that takes it.
+        token = session_lock_acquire(session_id=session.pk, wait=wait, fresh=session)
+        fresh = True
     try:
-        return _turn_locked(session=session, request=request, token=token)
+        if not fresh:
+            session.refresh_from_db()
+        with memo_scope():  # the catalogue, model slots and settings: read once a turn
+            return _turn_locked(session=session, request=request, token=token)
     finally:
         session_lock_release(session_id=session.pk, token=token)
 
 
 def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[str, Any]:
     # resolve
-    session.refresh_from_db()
     services.session_require_active(session=session)
     resolution, installed = services.session_resolve(session=session)
     number = session.turn_count + 1 if request.kind == Turn.Kind.PLAYER else session.turn_count
@@ -98,6 +104,16 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
     plan = turn_plan(state)
     manual_check(plan, request.manual)
     turn.save(force_insert=True)
+    try:
+        return _turn_steps(state, plan)
+    finally:
+        # What the turn still holds of its events (its start, a failure): written now.
+        state.store.events_flush()
+
+
+def _turn_steps(state: TurnState, plan: Any) -> dict[str, Any]:
+    turn, session, request = state.turn, state.session, state.request
+    number, resolution = turn.number, state.resolution
     state.emit(
         "turn.started",
         {
@@ -115,7 +131,7 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
         # stages, then the commit (which defers the detached runtimes as jobs)
         stages_run(state, plan)
         hooks.turn_stop(state, started)
-        turn_commit(state)
+        turn_commit(state, committed_event=True)
     except Exception as exc:
         log.exception("turn %s of session %s failed", turn.pk, session.pk)
         Turn.objects.filter(pk=turn.pk).update(
@@ -128,7 +144,8 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
         state.emit("turn.failed", {"error": str(exc)})
         raise
     summary = state.summary()
-    state.emit("turn.committed", summary)
+    if not state.committed_told:  # the commit could not tell it (PostStateCommit hooks ran)
+        state.emit("turn.committed", summary)
     return summary
 
 

@@ -58,12 +58,35 @@ def test_a_turn_makes_a_bounded_number_of_statements(alice, client):
     for message in ("I roll 1d6.", "I look around."):  # warm: packages loaded, data written
         answer = client.post(url, {"message": message}, content_type="application/json")
         assert answer.status_code == 200, answer.content
-    with CaptureQueriesContext(connection) as queries:
+    stacks = []
+
+    def _where(execute, sql, params, many, context):
+        import traceback
+
+        frames = [
+            f"{f.filename.split('/h31q/')[-1]}:{f.lineno}:{f.name}"
+            for f in traceback.extract_stack()
+            if "/h31q/" in f.filename and "/.venv/" not in f.filename and "tests/" not in f.filename
+        ]
+        stacks.append((sql[:90], frames[-6:]))
+        return execute(sql, params, many, context)
+
+    with CaptureQueriesContext(connection) as queries, connection.execute_wrapper(_where):
         answer = client.post(url, {"message": "I walk on."}, content_type="application/json")
+    if os.environ.get("DUMP_SQL"):
+        for sql, frames in stacks:
+            print("##", sql)
+            for f in frames:
+                print("      ", f)
     assert answer.status_code == 200, answer.content
     statements = [q["sql"] for q in queries.captured_queries]
     counts = collections.Counter(_table(sql) for sql in statements)
     print(f"\n{len(statements)} statements on {connection.vendor}:")
+    if os.environ.get("DUMP_SQL"):
+        import traceback  # noqa
+
+        for q in statements:
+            print("   ", q[:300])
     for name, count in counts.most_common():
         print(f"  {count:3} {name}")
     if os.environ.get("REDIS_URL"):
