@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import connection
 from django.db.models import Count, QuerySet, Sum
 
 from catalogue.manifest.loader import load_package
