@@ -149,6 +149,11 @@ def session_lock_release(*, session_id: uuid.UUID, token: str) -> None:
     Session.objects.filter(pk=session_id, lock_token=token).update(lock_token="", lock_expires=None)
 
 
+def session_lock_forget(*, token: str) -> None:
+    """Stop renewing a lease its holder freed itself (a turn's commit frees it in its UPDATE)."""
+    _heartbeat.remove(token)
+
+
 def session_turns_abandon(*, session_id: uuid.UUID) -> list[uuid.UUID]:
     """Mark the session's player and manual turns still `running` failed, each with its
     turn.failed event; their ids. Called (in the caller's transaction) by whoever takes over a

@@ -52,6 +52,7 @@ def turn_commit(
             commit_info, kept = _commit(state, story, session_locked, told, fresh=True)
     except BaseException:
         store.events_undo(mark)  # what the commit told never happened
+        state.lease_released = False  # nor the lease freed with it
         raise
     hooks.post_state_commit(state, committed_sources, kept)
     return commit_info
@@ -77,6 +78,7 @@ class _Before:
         for name, value in self.session.items():
             setattr(state.session, name, value)
         state.committed_told = False
+        state.lease_released = False
 
 
 SESSION_FIELDS = ("trigger_ledger", "package_versions", "setup_versions", "turn_count", "phase")
@@ -114,7 +116,10 @@ def _commit(
                 result.reason = f"its writes were not saved: {dropped.message}"
         # The session row: its ledger and versions, and (unless held already) its lock taken,
         # with the check that this turn still holds the lease, before any other row is written.
-        if not _session_update(state, token=None if locked else state.token):
+        # A turn whose commit is its last step (turn.committed told with it) frees the lease in
+        # the same UPDATE: the next action may start the moment the turn is seen committed.
+        release = told and state.release_with_commit and state.token is not None
+        if not _session_update(state, token=None if locked else state.token, release=release):
             raise LeaseLost("this turn lost the session lock before it could commit")
         store.plugin_data_write(outcome.values)  # StaleData: a value moved since it was read
         state.turn.undo = [
@@ -190,7 +195,7 @@ def _commit(
     return commit_info, kept
 
 
-def _session_update(state: TurnState, *, token: str | None) -> bool:
+def _session_update(state: TurnState, *, token: str | None, release: bool = False) -> bool:
     """The session's trigger ledger, package and setup versions, turn count and phase, from
     the row as the turn read it under its lease (only turns change these). token: the lease
     the UPDATE checks (and whose row it locks); False when the turn no longer holds it."""
@@ -216,7 +221,12 @@ def _session_update(state: TurnState, *, token: str | None) -> bool:
         if session.phase == Session.Phase.SETUP:
             # The first committed player turn ends the setup phase (setup runtimes ran on it).
             update["phase"] = Session.Phase.PLAYING
+    if release:
+        # Checked against the lease even when the row lock is held already (a retry).
+        token = state.token
+        update.update(lock_token="", lock_expires=None)
     held = state.store.session_update(update, token=token) if update or token else True
+    state.lease_released = release and held
     for key, value in update.items():
         setattr(state.session, key, value)
     return held

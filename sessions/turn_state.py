@@ -219,6 +219,9 @@ class TurnState:
         self.trigger_events: dict[str, dict[str, Any]] = {}
         # Whether the commit told turn.committed with its own events (sessions/turn_commit.py).
         self.committed_told = False
+        # Set by the turn's runner: the commit may free the lease (turn_commit), and did.
+        self.release_with_commit = False
+        self.lease_released = False
 
     # -------------------------------------------------------------- stored data
 

@@ -31,7 +31,12 @@ from django.utils import timezone
 
 from core.memo import memo_scope
 from sessions import hooks, services
-from sessions.locks import LOCK_WAIT_SECONDS, session_lock_acquire, session_lock_release
+from sessions.locks import (
+    LOCK_WAIT_SECONDS,
+    session_lock_acquire,
+    session_lock_forget,
+    session_lock_release,
+)
 from sessions.models import Session, Turn
 from sessions.runtime_checks import schema_problem
 from sessions.turn_commit import turn_commit
@@ -64,23 +69,35 @@ def turn_run(
     a runtime that does not trigger now). token: a lock the caller already holds (and this
     call releases), for the streaming action.
     """
+    with memo_scope():  # the catalogue, model slots and settings: read once a turn
+        return _turn_leased(session=session, request=request, wait=wait, token=token)
+
+
+def _turn_leased(
+    *, session: Session, request: TurnRequest, wait: float, token: str | None
+) -> dict[str, Any]:
     fresh = False
     if token is None:
         if request.kind != Turn.Kind.BACKGROUND:
-            request.settle = services.session_settle(session_id=session.pk)
+            request.settle = services.session_settle(session_id=session.pk, session=session)
         # The session as the lease was taken: read by the same statement that takes it.
         token = session_lock_acquire(session_id=session.pk, wait=wait, fresh=session)
         fresh = True
+    lease = {"released": False}
     try:
         if not fresh:
             session.refresh_from_db()
-        with memo_scope():  # the catalogue, model slots and settings: read once a turn
-            return _turn_locked(session=session, request=request, token=token)
+        return _turn_locked(session=session, request=request, token=token, lease=lease)
     finally:
-        session_lock_release(session_id=session.pk, token=token)
+        if lease["released"]:
+            session_lock_forget(token=token)  # the commit freed it
+        else:
+            session_lock_release(session_id=session.pk, token=token)
 
 
-def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[str, Any]:
+def _turn_locked(
+    *, session: Session, request: TurnRequest, token: str, lease: dict[str, bool]
+) -> dict[str, Any]:
     # resolve
     services.session_require_active(session=session)
     resolution, installed = services.session_resolve(session=session)
@@ -100,6 +117,7 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
         request=request,
         token=token,
     )
+    state.release_with_commit = True
     # plan
     plan = turn_plan(state)
     manual_check(plan, request.manual)
@@ -107,6 +125,7 @@ def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[
     try:
         return _turn_steps(state, plan)
     finally:
+        lease["released"] = state.lease_released
         # What the turn still holds of its events (its start, a failure): written now.
         state.store.events_flush()
 
