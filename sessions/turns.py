@@ -1,8 +1,10 @@
 """A turn, top-down: resolve → plan → stages → commit (with its deferred jobs).
 
 A turn holds the session's lease (sessions.locks) from start to end, so two actions never
-interleave; it holds a database transaction only for the final commit. Runtime statuses are
-appended to the event stream as they happen, so a page sees them live.
+interleave; it holds a database transaction only for the final commit, whose session UPDATE
+frees the lease. Runtime statuses are held and written with the commit, or within a quarter
+second by sessions.live_events when the turn runs longer, so a page still sees them live.
+Catalogue rows, model slots and settings are read once a turn (core.memo).
 
 Each step is a module of its own, over the one TurnState record (sessions/turn_state.py):
 
