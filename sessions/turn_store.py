@@ -128,7 +128,7 @@ class DatabaseStore:
     The session's plugin data is read once, when the turn first needs any of it (a ctx read,
     the world's characters and lore, a quota), and every later read of the turn is answered
     from that copy: one statement, and no row read twice. The commit writes each value only if
-    its row is still the one read (same id and updated_at), else raises StaleData.
+    its row is still the one read (same id, updated_at and value), else raises StaleData.
     """
 
     def __init__(self, session: Session) -> None:
@@ -384,7 +384,11 @@ class DatabaseStore:
         rows = self._rows()
         for (plugin, namespace, key), value in values.items():
             row = rows.get((plugin, namespace, key))
+            # Same row, same write time and same value: a writer that sets the value without
+            # touching updated_at (a bulk UPDATE) is caught too.
             same = {"pk": row.id, "updated_at": row.updated_at} if row else {}
+            if row is not None and row.value is not None:
+                same["value"] = row.value
             if row is None and value is MISSING:
                 continue  # nothing to delete (a row written since is left as it is)
             if row is None:
