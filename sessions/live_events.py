@@ -112,12 +112,17 @@ class _Flusher:
         self._cond = threading.Condition()
         self._watched: set[HeldEvents] = set()
         self._pid: int | None = None
+        self._thread: threading.Thread | None = None
 
     def watch(self, held: HeldEvents) -> None:
         with self._cond:
-            if self._pid != os.getpid():  # first turn in this (possibly forked) process
+            # The first turn in this (possibly forked) process starts the thread.
+            if self._pid != os.getpid() or self._thread is None or not self._thread.is_alive():
                 self._pid = os.getpid()
-                threading.Thread(target=self._run, name="turn-event-flusher", daemon=True).start()
+                self._thread = threading.Thread(
+                    target=self._run, name="turn-event-flusher", daemon=True
+                )
+                self._thread.start()
             self._watched.add(held)
             self._cond.notify()
 
@@ -127,16 +132,27 @@ class _Flusher:
 
     def _run(self) -> None:
         while True:
+            try:
+                self._round()
+            except Exception:  # the thread must outlive any one round's trouble
+                log.warning("the turn event flusher's round failed", exc_info=True)
+                time.sleep(FLUSH_AFTER_SECONDS)
+
+    def _round(self) -> None:
+        with self._cond:
+            idle = not self._watched
+        if idle:
+            connection.close()  # idle: the thread keeps no connection open
             with self._cond:
                 while not self._watched:
-                    connection.close()  # idle: the thread keeps no connection open
                     self._cond.wait()
-                watched = list(self._watched)
-            now = time.monotonic()
-            due = [when for held in watched if (when := held._flush_due(now)) is not None]
-            with self._cond:
-                if due and self._watched:
-                    self._cond.wait(timeout=max(0.01, min(due) - time.monotonic()))
+        with self._cond:
+            watched = list(self._watched)
+        now = time.monotonic()
+        due = [when for held in watched if (when := held._flush_due(now)) is not None]
+        with self._cond:
+            if due and self._watched:
+                self._cond.wait(timeout=max(0.01, min(due) - time.monotonic()))
 
 
 _flusher = _Flusher()
