@@ -17,6 +17,7 @@ turn): rows a caller has not committed yet are not there for another connection 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -25,7 +26,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from eventlog.services import events_append
 
@@ -142,7 +143,11 @@ class _Flusher:
         with self._cond:
             idle = not self._watched
         if idle:
-            connection.close()  # idle: the thread keeps no connection open
+            # Idle: the thread keeps no connection open, nor the connection's settings (the next
+            # round builds its connection from the settings of then, as a new thread would).
+            connection.close()
+            with contextlib.suppress(AttributeError):
+                del connections[DEFAULT_DB_ALIAS]
             with self._cond:
                 while not self._watched:
                     self._cond.wait()
