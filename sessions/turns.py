@@ -128,8 +128,12 @@ def _turn_locked(
         return _turn_steps(state, plan)
     finally:
         lease["released"] = state.lease_released
-        # What the turn still holds of its events (its start, a failure): written now.
-        state.store.events_flush()
+        # What the turn still holds of its events (its start, a failure): written now. The
+        # error that ended the turn (the database gone, say) is the one to answer, not this.
+        try:
+            state.store.events_flush()
+        except Exception:
+            log.warning("could not write the events of turn %s", turn.pk, exc_info=True)
 
 
 def _turn_steps(state: TurnState, plan: Any) -> dict[str, Any]:
