@@ -16,8 +16,8 @@ from sessions import hooks
 from sessions.deferred_jobs import jobs_defer
 from sessions.models import Interaction, Session, Turn
 from sessions.operations import MISSING
+from sessions.session_data import StaleData
 from sessions.turn_state import DROPPED, SUCCEEDED, LeaseLost, TurnState
-from sessions.turn_store import StaleData
 
 
 def turn_commit(

@@ -25,8 +25,9 @@ from sessions import hooks, selectors
 from sessions.callbacks import SessionCallbacks
 from sessions.live_events import HeldEvents
 from sessions.locks import session_lock_renew
-from sessions.models import Interaction, PluginData, RecordedExport, Session, Turn
-from sessions.operations import MISSING, value_size
+from sessions.models import Interaction, RecordedExport, Session, Turn
+from sessions.operations import MISSING
+from sessions.session_data import SessionData
 from worlds.services import user_settings_for
 
 
@@ -109,26 +110,10 @@ class TurnStore(Protocol):
     def hooks_record(self, turn: Turn) -> None: ...
 
 
-class StaleData(Exception):
-    """A plugin-data row the turn read was changed by someone else (a background job's commit)
-    before the turn's commit wrote it: the commit runs again on values read afresh."""
-
-
-@dataclass(frozen=True)
-class _Row:
-    id: int
-    value: Any
-    size: int
-    updated_at: Any
-
-
-class DatabaseStore:
+class DatabaseStore(SessionData):
     """The session's rows: every turn a player, a form or a job runs.
 
-    The session's plugin data is read once, when the turn first needs any of it (a ctx read,
-    the world's characters and lore, a quota), and every later read of the turn is answered
-    from that copy: one statement, and no row read twice. The commit writes each value only if
-    its row is still the one read (same id, updated_at and value), else raises StaleData.
+    Its plugin data (sessions/session_data.py): read once a turn, written with a check.
     """
 
     def __init__(self, session: Session) -> None:
@@ -136,38 +121,9 @@ class DatabaseStore:
         # Held until the commit or for FLUSH_AFTER_SECONDS (sessions/live_events.py); written
         # early only when the turn is not inside a transaction of its caller.
         self.events = HeldEvents(session.pk, live=not transaction.get_connection().in_atomic_block)
-        self._data: dict[tuple[str, str, str], _Row] | None = None
-        self._fresh = False  # the commit's retry: read each written value under the row lock
         self._settings: dict[str, dict[str, Any]] | None = None
 
     # -------------------------------------------------------------- reads
-
-    def _rows(self) -> dict[tuple[str, str, str], _Row]:
-        if self._data is None:
-            rows = PluginData.objects.filter(session_id=self.session.pk).values_list(
-                "plugin_id", "namespace", "key", "id", "value", "size", "updated_at"
-            )
-            self._data = {(p, n, k): _Row(i, v, s, u) for p, n, k, i, v, s, u in rows}
-        return self._data
-
-    def stored(self, plugin: str, namespace: str, key: str) -> Any:
-        row = self._rows().get((plugin, namespace, key))
-        # A copy: what the turn does with a value never changes what was read.
-        return MISSING if row is None else copy.deepcopy(row.value)
-
-    def stored_list(self, plugin: str, namespace: str) -> dict[str, Any]:
-        return {
-            k: copy.deepcopy(row.value)
-            for (p, n, k), row in self._rows().items()
-            if p == plugin and n == namespace
-        }
-
-    def plugin_data_usage(self, plugin: str) -> tuple[int, int]:
-        """(keys, bytes) the package keeps in the session now: its quota's measure."""
-        if self._fresh:
-            return selectors.plugin_data_usage(session_id=self.session.pk, plugin=plugin)
-        rows = [row for (p, _, _), row in self._rows().items() if p == plugin]
-        return len(rows), sum(row.size for row in rows)
 
     def world(self) -> dict[str, Any]:
         world = self.session.world
@@ -342,78 +298,6 @@ class DatabaseStore:
         # NO KEY UPDATE, the mode every session-row lock here takes (event appends included):
         # it leaves other transactions' foreign-key checks free, so none can deadlock on it.
         return Session.objects.select_for_update(no_key=True).get(pk=self.session.pk)
-
-    def latest(self, plugin: str, namespace: str, key: str) -> Any:
-        """The stored value the commit builds on: as the turn read it, or (its retry) read
-        now under the session row lock."""
-        if not self._fresh:
-            return self.stored(plugin, namespace, key)
-        row = (
-            PluginData.objects.filter(
-                session_id=self.session.pk, plugin_id=plugin, namespace=namespace, key=key
-            )
-            .only("value")
-            .first()
-        )
-        return MISSING if row is None else row.value
-
-    def plugin_data_fresh(self) -> None:
-        self._fresh = True
-
-    def plugin_data_write(self, values: Mapping[Any, Any]) -> None:
-        """The kept values as PluginData rows (MISSING deletes); StaleData when a row the turn
-        read changed since."""
-        if not self._fresh:
-            self._write_checked(values)
-            return
-        for (plugin, namespace, key), value in values.items():
-            if value is MISSING:
-                PluginData.objects.filter(
-                    session_id=self.session.pk, plugin_id=plugin, namespace=namespace, key=key
-                ).delete()
-            else:
-                PluginData.objects.update_or_create(
-                    session_id=self.session.pk,
-                    plugin_id=plugin,
-                    namespace=namespace,
-                    key=key,
-                    defaults={"value": value},
-                )
-
-    def _write_checked(self, values: Mapping[Any, Any]) -> None:
-        rows = self._rows()
-        for (plugin, namespace, key), value in values.items():
-            row = rows.get((plugin, namespace, key))
-            # Same row, same write time and same value: a writer that sets the value without
-            # touching updated_at (a bulk UPDATE) is caught too.
-            same = {"pk": row.id, "updated_at": row.updated_at} if row else {}
-            if row is not None and row.value is not None:
-                same["value"] = row.value
-            if row is None and value is MISSING:
-                continue  # nothing to delete (a row written since is left as it is)
-            if row is None:
-                written = insert(
-                    PluginData(
-                        session_id=self.session.pk,
-                        plugin_id=plugin,
-                        namespace=namespace,
-                        key=key,
-                        value=value,
-                        size=value_size(value),
-                        updated_at=timezone.now(),
-                    ),
-                    ignore_conflicts=True,
-                )
-            elif value is MISSING:
-                written = bool(PluginData.objects.filter(**same).delete()[0])
-            else:
-                written = bool(
-                    PluginData.objects.filter(**same).update(
-                        value=value, size=value_size(value), updated_at=timezone.now()
-                    )
-                )
-            if not written:
-                raise StaleData(f"{plugin}/{namespace}/{key} changed since this turn read it")
 
     def export_record(
         self, *, plugin: str, runtime: str, record_as: str, value: Any, turn: Turn
