@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sessions"))
 from test_play_support import index_bundled, make_world  # noqa: E402
 
 from core import notify  # noqa: E402
+from sessions import live_events  # noqa: E402
 from sessions.services import session_create  # noqa: E402
 
 # The statements of one turn today, by database (transaction control statements included); 46
@@ -43,7 +44,7 @@ def _table(sql: str) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_turn_makes_a_bounded_number_of_statements(alice, client):
+def test_a_turn_makes_a_bounded_number_of_statements(alice, client, monkeypatch):
     index_bundled("storyteller", "word-count", "dice", "notebook")
     world = make_world(
         owner=alice,
@@ -59,6 +60,18 @@ def test_a_turn_makes_a_bounded_number_of_statements(alice, client):
     for message in ("I roll 1d6.", "I look around."):  # warm: packages loaded, data written
         answer = client.post(url, {"message": message}, content_type="application/json")
         assert answer.status_code == 200, answer.content
+    published: list[str] = []
+    real_publish = notify.publish
+
+    def counted(channel: str) -> None:
+        published.append(channel)
+        real_publish(channel)
+
+    monkeypatch.setattr(notify, "publish", counted)
+    # A turn that ends within FLUSH_AFTER_SECONDS writes its events once: the test pins that
+    # case (on a loaded machine this turn can take longer, and its early write would be the
+    # flusher's, counted by test_play_turn_reads.py instead).
+    monkeypatch.setattr(live_events, "FLUSH_AFTER_SECONDS", 60.0)
     with CaptureQueriesContext(connection) as queries:
         answer = client.post(url, {"message": "I walk on."}, content_type="application/json")
     assert answer.status_code == 200, answer.content
@@ -84,6 +97,8 @@ def test_a_turn_makes_a_bounded_number_of_statements(alice, client):
     # live_events.FLUSH_AFTER_SECONDS here), and so is each other row.
     writes = collections.Counter(n for n in map(_table, statements) if not n.startswith("SELECT "))
     assert writes["INSERT play_sessionevent"] == 1, writes
+    # ...and the streams are woken once for all of them (one publish per write, after it).
+    assert published == [notify.session_channel(session.pk)], published
     # The lease: taken by one conditional UPDATE (returning the row the turn runs on), renewed
     # by no query, freed by the commit's own UPDATE of the session (ledger, versions, lease).
     session_writes = [s for s in statements if s.startswith('UPDATE "play_session"')]
