@@ -49,11 +49,17 @@ def package_usability(
 
 
 def packages_usability(
-    *, package_ids: Iterable[str], paths: Mapping[str, str] | None = None
+    *,
+    package_ids: Iterable[str],
+    packages: Mapping[str, Package] | None = None,
+    paths: Mapping[str, str] | None = None,
 ) -> dict[str, Usability]:
-    """package_usability for many packages in two queries (for the resolver's turn); paths
-    (package id -> the folder of the manifest the session runs) as package_usability's path,
-    read only for the rare package that runs an approved snapshot (two queries each)."""
+    """package_usability for many packages in two queries at most (for the resolver's turn).
+
+    packages: their rows, read already (a turn's loaded packages); bundled packages need no
+    permission scope, so a turn with none other reads no scope. paths (package id -> the folder
+    of the manifest the session runs) as package_usability's path, read only for the rare
+    package that runs an approved snapshot (two queries each)."""
     wanted = list(dict.fromkeys(package_ids))
     kept = {
         pid: found
@@ -62,20 +68,30 @@ def packages_usability(
     }
     verdicts = {pid: _snapshot_usability(pid, found) for pid, found in kept.items()}
     wanted = [pid for pid in wanted if pid not in kept]
-    # Only the columns the verdict reads (the manifest only when a scope is stale, rarely):
-    # the sync asks this for every unchanged package.
-    rows = {
-        p.package_id: p
-        for p in Package.objects.filter(package_id__in=wanted).only(
-            "package_id", "version", "state", "trust", "content_hash", "source_dir"
+    rows = {pid: packages[pid] for pid in wanted if packages and pid in packages}
+    missing = [pid for pid in wanted if pid not in rows]
+    if missing:
+        # Only the columns the verdict reads (the manifest only when a scope is stale, rarely):
+        # the sync asks this for every unchanged package.
+        rows.update(
+            {
+                p.package_id: p
+                for p in Package.objects.filter(package_id__in=missing).only(
+                    "package_id", "version", "state", "trust", "content_hash", "source_dir"
+                )
+            }
         )
-    }
-    scopes = {
-        s.package_key: s
-        for s in PermissionScope.objects.select_related("request")
-        .filter(package_key__in=list(rows))
-        .only("package_key", "content_hash", "request__state", "request__version")
-    }
+    reviewed = [pid for pid, p in rows.items() if p.trust != Package.Trust.BUNDLED]
+    scopes = (
+        {
+            s.package_key: s
+            for s in PermissionScope.objects.select_related("request")
+            .filter(package_key__in=reviewed)
+            .only("package_key", "content_hash", "request__state", "request__version")
+        }
+        if reviewed
+        else {}
+    )
     verdicts.update({pid: _usability(pid, rows.get(pid), scopes.get(pid), None) for pid in wanted})
     return verdicts
 

@@ -125,10 +125,13 @@ class _Insert:
             self.sql += f" RETURNING {table.col(pk.name)}"
 
 
-def insert(instance: models.Model) -> models.Model:
+def insert(instance: models.Model, *, ignore_conflicts: bool = False) -> bool:
     """INSERT one new instance as Model.save() would (field defaults, auto_now_add, the
     database-made key set back on it), without compiling an insert query. No signals are sent:
-    use it only for models nobody listens to."""
+    use it only for models nobody listens to.
+
+    ignore_conflicts: a row a unique constraint already holds is left alone (ON CONFLICT DO
+    NOTHING) and False is returned; the instance is then not saved."""
     connection = _connection()
     model = type(instance)
     key = (model, connection.vendor)
@@ -136,14 +139,41 @@ def insert(instance: models.Model) -> models.Model:
     if plan is None:
         plan = _INSERTS[key] = _Insert(model, connection)
     params = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in plan.fields]
+    sql = plan.sql
+    if ignore_conflicts:
+        head, returning = (sql.split(" RETURNING ") + [""])[:2]
+        sql = f"{head} ON CONFLICT DO NOTHING" + (f" RETURNING {returning}" if returning else "")
     with connection.cursor() as cursor:
-        cursor.execute(plan.sql, params)
+        cursor.execute(sql, params)
+        returning = plan.returns_pk and connection.features.can_return_columns_from_insert
+        # With RETURNING, SQLite tells the row count only once the rows are read.
+        if ignore_conflicts and not returning and cursor.rowcount == 0:
+            return False
         if plan.returns_pk:
             if connection.features.can_return_columns_from_insert:
-                new_pk = cursor.fetchone()[0]
+                row = cursor.fetchone()
+                if row is None:  # the conflict, where rowcount is not told before the fetch
+                    return False
+                new_pk = row[0]
             else:
                 new_pk = cursor.lastrowid
             instance.pk = new_pk
     instance._state.adding = False
     instance._state.db = DEFAULT_DB_ALIAS
-    return instance
+    return True
+
+
+def update_returning(model: type[M], assign: str, where: str, params: Sequence[Any]) -> M | None:
+    """UPDATE the rows matching a hand-written WHERE (SET `assign`) and read the first one back
+    as an instance, in one statement (UPDATE ... RETURNING); None when none matched."""
+    connection = _connection()
+    key = (model, (), connection.vendor)
+    reader = _READERS.get(key)
+    if reader is None:
+        reader = _READERS[key] = _Reader(model, (), connection)
+    sql = f"UPDATE {reader.table} SET {assign} WHERE {where} RETURNING {reader.select}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        cursor.fetchall()  # SQLite applies an UPDATE ... RETURNING fully once it is read through
+    return None if row is None else reader.instance(model, row, connection)

@@ -50,6 +50,19 @@ def event_append(*, session_id: uuid.UUID, type: str, payload: Mapping[str, Any]
     _events_write(session_id, [(type, dict(payload))])
 
 
+def events_append(*, session_id: uuid.UUID, events: list[tuple[str, Mapping[str, Any]]]) -> None:
+    """Append several events of one session, in order, in one statement (inside
+    events_batched(): at the end of that block, with its other events). A turn writes the events
+    it held this way (sessions/live_events.py)."""
+    if not events:
+        return
+    held = getattr(_batch, "events", None)
+    if held is not None:
+        held.extend((session_id, type, dict(payload)) for type, payload in events)
+        return
+    _events_write(session_id, [(type, dict(payload)) for type, payload in events])
+
+
 _batch = threading.local()
 
 

@@ -25,6 +25,7 @@ from catalogue.manifest.types import Manifest
 
 from .errors import PluginHostError, PluginLoadError
 from .host import NodeHost
+from .supervision import watch_stop
 
 _CONSENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "covel_author_code_consent", default=None
@@ -260,6 +261,8 @@ class HostPool:
 
     def stop_all(self) -> None:
         self._stopped.set()
+        # The hosts' watch first: it must not sample (and log about) hosts while they stop.
+        watch_stop()
         with self._lock:
             hosts = [self._bundled, *self._community.values()]
             self._bundled = None

@@ -78,6 +78,7 @@ class _Watch:
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.pid = os.getpid()
+        self.stopped = threading.Event()
 
     def add(self, process: Supervised) -> None:
         with self.lock:
@@ -88,14 +89,23 @@ class _Watch:
                 self.pid = os.getpid()
             self.processes.add(process)
             if self.thread is None or not self.thread.is_alive():
+                self.stopped = threading.Event()  # the new thread's own: an old one still ends
                 self.thread = threading.Thread(
-                    target=self._run, name="pluginhost-watch", daemon=True
+                    target=self._run, args=(self.stopped,), name="pluginhost-watch", daemon=True
                 )
                 self.thread.start()
 
-    def _run(self) -> None:
-        while True:
-            time.sleep(WATCH_INTERVAL)
+    def stop(self) -> None:
+        """End the thread (the pool stops its hosts): at interpreter exit it would otherwise
+        sample hosts being torn down, and log every failure while logging itself shuts down."""
+        with self.lock:
+            self.stopped.set()
+            thread, self.thread = self.thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=1.0)
+
+    def _run(self, stopped: threading.Event) -> None:
+        while not stopped.wait(WATCH_INTERVAL):
             with self.lock:
                 watched = list(self.processes)
             for process in watched:
@@ -106,6 +116,12 @@ class _Watch:
 
 
 _watch = _Watch()
+
+
+def watch_stop() -> None:
+    """Stop this process's watch thread (HostPool.stop_all); the next host started restarts it."""
+    if _watch.pid == os.getpid():
+        _watch.stop()
 
 
 class Supervised:

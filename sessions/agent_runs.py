@@ -36,7 +36,7 @@ def agent_run(
     if refused is not None:
         result.status, result.code, result.reason = SKIPPED, "mock-skipped", refused
         return
-    user_settings = state.store.user_settings(planned.package)
+    user_settings = state.store.user_settings(planned.package, manifest)
     stream = StoryStream(state, planned) if runtime.visibility == "story" else None
     bounds = (runtime.data.get("agent") or {}).get("history") or {}  # none: the whole game
     history, compacted = _agent_history(state, planned, bounds.get("maxTurns"), result)

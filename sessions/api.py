@@ -253,7 +253,7 @@ def _stream_turn(request: HttpRequest, session: Session, turn_request: TurnReque
 
     Settle jobs are waited for first, without the lock (their commits need the session row).
     """
-    turn_request.settle = services.session_settle(session_id=session.pk)
+    turn_request.settle = services.session_settle(session_id=session.pk, session=session)
     token = locks.session_lock_acquire(session_id=session.pk)  # SessionBusy: 409
     after = last_event_seq(session=session)
     turn_id = str(turn_request.turn_id)

@@ -263,12 +263,16 @@ def history_transform(
 
 
 def history_extended(*, session: Session, active: Sequence[Manifest]) -> bool:
-    """Whether the agent history goes through the points: a provider, or a saved summary."""
-    return bool(
-        providers_of(active, COMPACT)
-        or providers_of(active, HISTORY_TRANSFORM)
-        or HistorySummary.objects.filter(session=session).exists()
-    )
+    """Whether the agent history goes through the points: a provider, or a saved summary.
+
+    Only a history.compact provider writes summaries: when every package the session's turns
+    ever ran (its package_versions) is active now and none of them provides one, there is none
+    to look for."""
+    if providers_of(active, COMPACT) or providers_of(active, HISTORY_TRANSFORM):
+        return True
+    if not set(session.package_versions or {}) - {m.id for m in active}:
+        return False
+    return HistorySummary.objects.filter(session=session).exists()
 
 
 def agent_history(

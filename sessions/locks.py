@@ -26,6 +26,7 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core.sql import Table, update_returning
 from eventlog.errors import SessionProblem
 from eventlog.services import event_append
 from sessions.errors import SessionBusy
@@ -49,19 +50,22 @@ LOCK_WAIT_SECONDS = 2.0
 LOCK_POLL_SECONDS = 0.05
 
 
-def session_lock_acquire(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECONDS) -> str:
+def session_lock_acquire(
+    *, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECONDS, fresh: Session | None = None
+) -> str:
     """Take the session's turn lease, waiting up to `wait` seconds; raises SessionBusy.
 
     The check-and-set runs in a transaction that locks the row (FOR UPDATE on PostgreSQL, an
     IMMEDIATE transaction on SQLite), so two callers can never both see the session free.
+
+    fresh: the caller's Session, brought up to date with the row as the lease was taken (a turn
+    reads the session it runs under its lease; in the usual case that costs no query of its own).
     """
     token = secrets.token_hex(16)
     deadline = time.monotonic() + max(0.0, wait)
     while True:
         # The usual case, a free session: one conditional UPDATE takes it (atomic by itself).
-        if Session.objects.filter(pk=session_id, lock_token="").update(
-            lock_token=token, lock_expires=timezone.now() + timedelta(seconds=LOCK_LEASE_SECONDS)
-        ):
+        if _take_free(session_id=session_id, token=token, fresh=fresh):
             _heartbeat.add(session_id=session_id, token=token)
             return token
         # Taken, expired or missing: look under the row lock.
@@ -85,12 +89,40 @@ def session_lock_acquire(*, session_id: uuid.UUID, wait: float = LOCK_WAIT_SECON
                     lock_token=token, lock_expires=now + timedelta(seconds=LOCK_LEASE_SECONDS)
                 )
                 _heartbeat.add(session_id=session_id, token=token)
+                if fresh is not None:
+                    fresh.refresh_from_db()
                 return token
         if time.monotonic() >= deadline:
             raise SessionBusy(
                 "another action is running in this session; try again when it has finished"
             )
         time.sleep(LOCK_POLL_SECONDS)
+
+
+def _take_free(*, session_id: uuid.UUID, token: str, fresh: Session | None) -> bool:
+    expires = timezone.now() + timedelta(seconds=LOCK_LEASE_SECONDS)
+    if fresh is None:
+        return bool(
+            Session.objects.filter(pk=session_id, lock_token="").update(
+                lock_token=token, lock_expires=expires
+            )
+        )
+    table = Table(Session)
+    col = table.col
+    row = update_returning(
+        Session,
+        f"{col('lock_token')} = %s, {col('lock_expires')} = %s",
+        f"{col('id')} = %s AND {col('lock_token')} = ''",
+        [token, table.value("lock_expires", expires), table.value("id", session_id)],
+    )
+    if row is None:
+        return False
+    world_changed = row.world_id != fresh.world_id
+    for field in Session._meta.concrete_fields:
+        setattr(fresh, field.attname, getattr(row, field.attname))
+    if world_changed and Session.world.field.is_cached(fresh):
+        Session.world.field.delete_cached_value(fresh)
+    return True
 
 
 def session_lock_renew(*, session_id: uuid.UUID, token: str) -> bool:
@@ -115,6 +147,11 @@ def _renew(*, session_id: uuid.UUID, token: str) -> bool:
 def session_lock_release(*, session_id: uuid.UUID, token: str) -> None:
     _heartbeat.remove(token)
     Session.objects.filter(pk=session_id, lock_token=token).update(lock_token="", lock_expires=None)
+
+
+def session_lock_forget(*, token: str) -> None:
+    """Stop renewing a lease its holder freed itself (a turn's commit frees it in its UPDATE)."""
+    _heartbeat.remove(token)
 
 
 def session_turns_abandon(*, session_id: uuid.UUID) -> list[uuid.UUID]:

@@ -116,7 +116,7 @@ class MemoryStore:
     def world(self) -> dict[str, Any]:
         return {**MOCK_WORLD, "characters": []}
 
-    def user_settings(self, package_id: str) -> dict[str, Any]:
+    def user_settings(self, package_id: str, manifest: Manifest | None = None) -> dict[str, Any]:
         manifest = self.installed.get(package_id)
         values = setting_defaults(manifest) if manifest is not None else {}
         if package_id == self.under_test.id:
@@ -252,17 +252,32 @@ class MemoryStore:
     def append_event(self, type: str, payload: Mapping[str, Any]) -> None:
         self.events.append((type, dict(payload)))
 
+    def events_hold(self) -> int:
+        return len(self.events)
+
+    def events_undo(self, mark: int) -> None:
+        pass  # an offline case keeps what it was told: nothing rolls back here
+
+    def events_flush(self) -> None:
+        pass
+
     def lease_renew(self, token: str) -> None:
         pass
 
     # -------------------------------------------------------------- the commit
 
     @contextmanager
-    def commit_transaction(self) -> Iterator[None]:
+    def commit_transaction(self, *, retryable: bool = False) -> Iterator[None]:
         yield
 
     def session_for_commit(self, *, locked: bool) -> Session:
         return self.session
+
+    def latest(self, plugin: str, namespace: str, key: str) -> Any:
+        return self.stored(plugin, namespace, key)
+
+    def plugin_data_fresh(self) -> None:
+        pass
 
     def plugin_data_write(self, values: Mapping[Any, Any]) -> None:
         for where, value in values.items():
@@ -280,8 +295,8 @@ class MemoryStore:
         self.deferred.extend(jobs)
         return [f"mock-job-{len(self.deferred) - len(jobs) + i + 1}" for i in range(len(jobs))]
 
-    def session_update(self, update: Mapping[str, Any]) -> None:
-        pass  # TurnState sets the same fields on its session, which is this one
+    def session_update(self, update: Mapping[str, Any], *, token: str | None = None) -> bool:
+        return True  # TurnState sets the same fields on its session, which is this one
 
     def turn_save(self, turn: Turn) -> None:
         pass

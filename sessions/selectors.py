@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import connection
 from django.db.models import Count, QuerySet, Sum
 
 from approvals.models import ApprovalRequest, PermissionScope
@@ -19,7 +18,8 @@ from approvals.selectors import versions_in_force
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
-from core.sql import Table
+from core.memo import per_scope
+from core.sql import Table, read
 from eventlog.models import SessionEvent
 from sessions.models import (
     Interaction,
@@ -73,48 +73,55 @@ def _manifest(package_id: str, source_dir: str, content_hash: str) -> Manifest |
 def installed_manifests() -> dict[str, Manifest]:
     """Every indexed package that loads, by ID: what the resolver may choose from.
 
-    Plain tuples, not model rows: every turn and every job asks, and the manifests themselves
-    come from the cache.
+    A few plain columns, not whole rows: every turn and every job asks, and the manifests
+    themselves come from the cache.
     """
     found: dict[str, Manifest] = {}
-    rows = _loaded_package_rows()
-    waiting = [package_id for package_id, _dir, _hash, wait in rows if wait]
+    loaded = loaded_packages()
+    waiting = _waiting_for_staff([p.package_id for p in loaded if p.trust != Package.Trust.BUNDLED])
     # A community package whose current version waits for staff runs the approved version
     # it ran before, from the snapshot approvals kept of it: sessions switch on the first turn
     # after staff approve the new one (approvals/store.py).
     kept = versions_in_force(package_ids=waiting) if waiting else {}
-    for package_id, source_dir, content_hash, _wait in rows:
-        if package_id in kept:
-            source_dir = kept[package_id]
+    for package in loaded:
+        source_dir, content_hash = package.source_dir, package.content_hash
+        if package.package_id in kept:
+            source_dir = kept[package.package_id]
             content_hash = Path(source_dir).parent.name  # the folder is named by the version
-        manifest = _manifest(package_id, source_dir, content_hash)
-        if manifest is not None and manifest.id == package_id:
+        manifest = _manifest(package.package_id, source_dir, content_hash)
+        if manifest is not None and manifest.id == package.package_id:
             found[manifest.id] = manifest
     return found
 
 
-def _loaded_package_rows() -> list[tuple[str, str, str, bool]]:
-    """(id, folder, content hash, waits for staff) of every package that loads; "waits" is a
-    community package whose current approval request is pending or denied (rare: asked about
-    only then, in approvals.selectors.versions_in_force)."""
-    # Plain SQL (core/sql.py): every job asks, and compiling the query costs more than running it.
-    # Joins, not an EXISTS per row: on PostgreSQL the join costs ~0.4 ms a call, EXISTS ~1.1 ms.
-    packages = Table(Package, alias="p")
-    scopes, requests = Table(PermissionScope, alias="s"), Table(ApprovalRequest, alias="r")
-    col = packages.col
-    sql = (
-        f"SELECT {col('package_id')}, {col('source_dir')}, {col('content_hash')}, "
-        f"{requests.col('state')} FROM {packages} "
-        f"LEFT JOIN {scopes} ON {scopes.col('package_key')} = {col('package_id')} "
-        f"LEFT JOIN {requests} ON {requests.col('id')} = {scopes.col('request')} "
-        f"WHERE {col('state')} = %s"
+# What the resolver and the approvals' usability verdicts read of a loaded package; the rest of
+# the row (its manifest JSON) is loaded only if used (a community package waiting for review).
+LOADED_FIELDS = ("package_id", "source_dir", "content_hash", "version", "state", "trust")
+
+
+@per_scope
+def loaded_packages() -> list[Package]:
+    """The loaded packages (LOADED_FIELDS only): once per turn (core.memo), in one statement.
+    Plain SQL (core/sql.py): every job asks, and compiling the query costs more than running it."""
+    packages = Table(Package)
+    return read(
+        Package,
+        f"{packages.col('state')} = %s",
+        [Package.State.LOADED.value],
+        fields=LOADED_FIELDS,
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [Package.State.LOADED.value])
-        return [
-            (pid, folder, digest, state in _WAITING)
-            for pid, folder, digest, state in cursor.fetchall()
-        ]
+
+
+def _waiting_for_staff(package_ids: list[str]) -> list[str]:
+    """Those of these community packages whose current approval request is pending or denied
+    (one query, and none for a session of bundled packages only)."""
+    if not package_ids:
+        return []
+    return list(
+        PermissionScope.objects.filter(
+            package_key__in=package_ids, request__state__in=_WAITING
+        ).values_list("package_key", flat=True)
+    )
 
 
 def core_package_ids() -> list[str]:
@@ -198,16 +205,23 @@ def turn_count(*, session: Session) -> int:
 # ------------------------------------------------------------------ session lore
 
 
-def session_lore(*, session: Session) -> list[dict[str, Any]]:
+# (plugin, namespace, key), value: a session's plugin data as a turn read it once.
+DataRows = list[tuple[tuple[str, str, str], Any]]
+
+
+def session_lore(*, session: Session, data: DataRows | None = None) -> list[dict[str, Any]]:
     """The lore packages wrote in this session (lorebook.upsert), enabled entries only, by
     insertionOrder then id, as Covel lists its session lorebook.
 
     Each entry has the world lorebook's {id, title, keys, text} (title: its first key, else
     its id) and Covel's own fields (content, strategy, position, insertionOrder, pluginId).
     """
-    rows = PluginData.objects.filter(session=session, namespace=LORE_NAMESPACE).values_list(
-        "value", flat=True
-    )
+    if data is not None:
+        rows: Any = [value for (_, namespace, _), value in data if namespace == LORE_NAMESPACE]
+    else:
+        rows = PluginData.objects.filter(session=session, namespace=LORE_NAMESPACE).values_list(
+            "value", flat=True
+        )
     entries = [dict(v) for v in rows if isinstance(v, dict) and v.get("enabled", True)]
     entries.sort(key=lambda e: (e.get("insertionOrder", 100), str(e.get("id"))))
     return [
@@ -221,12 +235,16 @@ def session_lore(*, session: Session) -> list[dict[str, Any]]:
     ]
 
 
-def session_characters(*, session: Session) -> list[dict[str, Any]]:
+def session_characters(*, session: Session, data: DataRows | None = None) -> list[dict[str, Any]]:
     """The world's characters with the session's (character.upsert) over them, as ctx.world
-    and the prompts' {{ world.characters }} see them from the turn after the upsert."""
-    rows = PluginData.objects.filter(
-        session=session, plugin_id=SESSION_DATA, namespace=CHARACTERS
-    ).values_list("value", flat=True)
+    and the prompts' {{ world.characters }} see them from the turn after the upsert.
+    data: the session's plugin data already read (a turn's), in table order."""
+    if data is not None:
+        rows: Any = [v for (p, n, _), v in data if p == SESSION_DATA and n == CHARACTERS]
+    else:
+        rows = PluginData.objects.filter(
+            session=session, plugin_id=SESSION_DATA, namespace=CHARACTERS
+        ).values_list("value", flat=True)
     own = [v for v in rows if isinstance(v, dict)]
     return merge_characters(list(session.world.characters or []), own)
 

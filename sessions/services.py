@@ -39,10 +39,13 @@ from worlds.services import user_settings_for
 
 
 def _usable_from(manifests: Mapping[str, Manifest]) -> Any:
+    loaded = {p.package_id: p for p in selectors.loaded_packages()}
     # The folder of each manifest: a session that runs the kept snapshot of an approved
     # version (while a newer one waits for staff) is judged by that approval.
     verdicts = packages_usability(
-        package_ids=list(manifests), paths={pid: m.path for pid, m in manifests.items()}
+        package_ids=list(manifests),
+        packages=loaded,
+        paths={pid: m.path for pid, m in manifests.items()},
     )
 
     def usable(manifest: Manifest) -> tuple[bool, str | None]:
@@ -350,16 +353,34 @@ def session_require_active(*, session: Session) -> None:
 # ------------------------------------------------------------------ settle waits
 
 
-def session_settle(*, session_id: uuid.UUID) -> dict[str, Any] | None:
+def _settle_possible(session: Session) -> bool:
+    """Whether the session may have settle jobs at all: some package it ran or runs now has a
+    detached runtime with `settle` (one no longer loaded may have left jobs: counted in)."""
+    installed = selectors.installed_manifests()
+    for package_id in {*(session.package_versions or {}), *(session.resolved_plugins or [])}:
+        manifest = installed.get(package_id)
+        if manifest is None or any(
+            (runtime.detached or {}).get("settle") for runtime in manifest.runtimes
+        ):
+            return True
+    return False
+
+
+def session_settle(
+    *, session_id: uuid.UUID, session: Session | None = None
+) -> dict[str, Any] | None:
     """Before an action: wait for the session's unfinished settle jobs (the Jobs issue).
 
     Runs without the session lock, so the jobs can commit meanwhile. Returns what happened, or
-    None when there was nothing to wait for (or the jobs app is not installed).
+    None when there was nothing to wait for (or the jobs app is not installed). session: its
+    row, to skip the jobs' query when none of its packages defers settle jobs (most turns).
     """
     try:
         from jobs.models import UNFINISHED_STATES, RuntimeJob
         from jobs.settle import settle_wait
     except ImportError:
+        return None
+    if session is not None and not _settle_possible(session):
         return None
     pending = list(
         RuntimeJob.objects.filter(

@@ -217,6 +217,11 @@ class TurnState:
         # The events emitted so far: {topic, data, source}, the first of each topic is what an
         # event-triggered runtime gets as ctx.triggerEvent (Covel: first emission wins).
         self.trigger_events: dict[str, dict[str, Any]] = {}
+        # Whether the commit told turn.committed with its own events (sessions/turn_commit.py).
+        self.committed_told = False
+        # Set by the turn's runner: the commit may free the lease (turn_commit), and did.
+        self.release_with_commit = False
+        self.lease_released = False
 
     # -------------------------------------------------------------- stored data
 
@@ -233,7 +238,7 @@ class TurnState:
             manifest = self.installed.get(package_id)
             declared = manifest is not None and bool(manifest.contributes.get("settings"))
             self.user_settings[package_id] = (
-                self.store.user_settings(package_id) if declared else {}
+                self.store.user_settings(package_id, manifest) if declared else {}
             )
         return self.user_settings[package_id]
 

@@ -10,6 +10,7 @@ and which agents and model an offline case lets run.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,15 +19,16 @@ from typing import Any, Protocol
 from django.db import transaction
 from django.utils import timezone
 
-from catalogue.manifest.types import Manifest, RuntimeManifest
+from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 from core.sql import insert
-from eventlog.services import event_append
 from pluginhost.callbacks import HostCallbacks
 from sessions import hooks, selectors
 from sessions.callbacks import SessionCallbacks
+from sessions.live_events import HeldEvents
 from sessions.locks import session_lock_renew
-from sessions.models import Interaction, PluginData, RecordedExport, Session, Turn
+from sessions.models import Interaction, RecordedExport, Session, Turn
 from sessions.operations import MISSING
+from sessions.session_data import SessionData
 from worlds.services import user_settings_for
 
 
@@ -50,7 +52,9 @@ class TurnStore(Protocol):
     def stored_list(self, plugin: str, namespace: str) -> dict[str, Any]: ...
     def plugin_data_usage(self, plugin: str) -> tuple[int, int]: ...
     def world(self) -> dict[str, Any]: ...
-    def user_settings(self, package_id: str) -> dict[str, Any]: ...
+    def user_settings(
+        self, package_id: str, manifest: Manifest | None = None
+    ) -> dict[str, Any]: ...
     def export_latest(self, plugin: str, record_as: str) -> Any: ...
     def interaction_exists(self, interaction_id: str) -> bool: ...
     def history_rows(
@@ -84,17 +88,22 @@ class TurnStore(Protocol):
 
     # events and the lease
     def append_event(self, type: str, payload: Mapping[str, Any]) -> None: ...
+    def events_hold(self) -> int: ...
+    def events_undo(self, mark: int) -> None: ...
+    def events_flush(self) -> None: ...
     def lease_renew(self, token: str) -> None: ...
 
     # the commit
-    def commit_transaction(self) -> Any: ...
+    def commit_transaction(self, *, retryable: bool = False) -> Any: ...
     def session_for_commit(self, *, locked: bool) -> Session: ...
+    def latest(self, plugin: str, namespace: str, key: str) -> Any: ...
+    def plugin_data_fresh(self) -> None: ...
     def plugin_data_write(self, values: Mapping[Any, Any]) -> None: ...
     def export_record(
         self, *, plugin: str, runtime: str, record_as: str, value: Any, turn: Turn
     ) -> None: ...
     def jobs_defer(self, jobs: Sequence[DeferredJob]) -> list[str]: ...
-    def session_update(self, update: Mapping[str, Any]) -> None: ...
+    def session_update(self, update: Mapping[str, Any], *, token: str | None = None) -> bool: ...
     def turn_save(self, turn: Turn) -> None: ...
     def interaction_create(
         self, *, turn: Turn, plugin: str, runtime: str, interaction_id: str, form: Any
@@ -102,55 +111,53 @@ class TurnStore(Protocol):
     def hooks_record(self, turn: Turn) -> None: ...
 
 
-class DatabaseStore:
-    """The session's rows: every turn a player, a form or a job runs."""
+class DatabaseStore(SessionData):
+    """The session's rows: every turn a player, a form or a job runs.
+
+    Its plugin data (sessions/session_data.py): read once a turn, written with a check.
+    """
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        # Held until the commit or for FLUSH_AFTER_SECONDS (sessions/live_events.py); written
+        # early only when the turn is not inside a transaction of its caller.
+        self.events = HeldEvents(session.pk, live=not transaction.get_connection().in_atomic_block)
+        self._settings: dict[str, dict[str, Any]] | None = None
 
     # -------------------------------------------------------------- reads
 
-    def stored(self, plugin: str, namespace: str, key: str) -> Any:
-        row = (
-            PluginData.objects.filter(
-                session_id=self.session.pk, plugin_id=plugin, namespace=namespace, key=key
-            )
-            .only("value")
-            .first()
-        )
-        return MISSING if row is None else row.value
-
-    def stored_list(self, plugin: str, namespace: str) -> dict[str, Any]:
-        return dict(
-            PluginData.objects.filter(
-                session_id=self.session.pk, plugin_id=plugin, namespace=namespace
-            ).values_list("key", "value")
-        )
-
-    def plugin_data_usage(self, plugin: str) -> tuple[int, int]:
-        """(keys, bytes) the package keeps in the session now: its quota's measure."""
-        return selectors.plugin_data_usage(session_id=self.session.pk, plugin=plugin)
-
     def world(self) -> dict[str, Any]:
         world = self.session.world
+        data = [(where, row.value) for where, row in self._rows().items()]
         return {
             "id": world.world_id,
             "name": world.display_name,
             "description": world.description,
             # As the last good sync of characters/characters.json stored them, with the
             # session's own (character.upsert) over them.
-            "characters": selectors.session_characters(session=self.session),
+            "characters": selectors.session_characters(session=self.session, data=data),
             # The character field definitions, under the spec's name (data/world.data.yaml).
             "characterSchema": list(world.character_schema or []),
             # The world's data/lorebook.yaml, then the session lore packages wrote
             # (lorebook.upsert), as Covel's context lists its session lorebook.
-            "lorebook": [*(world.lorebook or []), *selectors.session_lore(session=self.session)],
+            "lorebook": [
+                *(world.lorebook or []),
+                *selectors.session_lore(session=self.session, data=data),
+            ],
             # Read when the turn starts, so a switched current character shows from the next turn.
             "seats": list(self.session.seats or []),
         }
 
-    def user_settings(self, package_id: str) -> dict[str, Any]:
-        return user_settings_for(package_id=package_id, session=self.session)
+    def user_settings(self, package_id: str, manifest: Manifest | None = None) -> dict[str, Any]:
+        # Once per package and turn: ctx.userSettings and an agent's slot read the same.
+        if self._settings is None:
+            self._settings = {}
+        if package_id not in self._settings:
+            data = None if manifest is None else thaw(manifest.data)
+            self._settings[package_id] = user_settings_for(
+                package_id=package_id, session=self.session, manifest=data
+            )
+        return copy.deepcopy(self._settings[package_id])
 
     def export_latest(self, plugin: str, record_as: str) -> Any:
         row = selectors.export_latest(session=self.session, plugin=plugin, record_as=record_as)
@@ -260,7 +267,16 @@ class DatabaseStore:
     # -------------------------------------------------------------- events and the lease
 
     def append_event(self, type: str, payload: Mapping[str, Any]) -> None:
-        event_append(session_id=self.session.pk, type=type, payload=payload)
+        self.events.add(type, payload)
+
+    def events_hold(self) -> int:
+        return self.events.hold()
+
+    def events_undo(self, mark: int) -> None:
+        self.events.undo(mark)
+
+    def events_flush(self) -> None:
+        self.events.flush()
 
     def lease_renew(self, token: str) -> None:
         session_lock_renew(session_id=self.session.pk, token=token)
@@ -268,10 +284,11 @@ class DatabaseStore:
     # -------------------------------------------------------------- the commit
 
     @contextmanager
-    def commit_transaction(self) -> Iterator[None]:
+    def commit_transaction(self, *, retryable: bool = False) -> Iterator[None]:
         # No savepoint inside a caller's transaction (a job's commit): a failure here rolls
-        # that whole transaction back anyway.
-        with transaction.atomic(savepoint=False):
+        # that whole transaction back anyway. retryable: a commit that may run again after
+        # StaleData (inside a caller's transaction, a test's, that takes a savepoint).
+        with transaction.atomic(savepoint=retryable):
             yield
 
     def session_for_commit(self, *, locked: bool) -> Session:
@@ -282,22 +299,6 @@ class DatabaseStore:
         # NO KEY UPDATE, the mode every session-row lock here takes (event appends included):
         # it leaves other transactions' foreign-key checks free, so none can deadlock on it.
         return Session.objects.select_for_update(no_key=True).get(pk=self.session.pk)
-
-    def plugin_data_write(self, values: Mapping[Any, Any]) -> None:
-        """The kept values as PluginData rows (MISSING deletes)."""
-        for (plugin, namespace, key), value in values.items():
-            if value is MISSING:
-                PluginData.objects.filter(
-                    session_id=self.session.pk, plugin_id=plugin, namespace=namespace, key=key
-                ).delete()
-            else:
-                PluginData.objects.update_or_create(
-                    session_id=self.session.pk,
-                    plugin_id=plugin,
-                    namespace=namespace,
-                    key=key,
-                    defaults={"value": value},
-                )
 
     def export_record(
         self, *, plugin: str, runtime: str, record_as: str, value: Any, turn: Turn
@@ -332,8 +333,15 @@ class DatabaseStore:
             for job in jobs
         ]
 
-    def session_update(self, update: Mapping[str, Any]) -> None:
-        Session.objects.filter(pk=self.session.pk).update(**update)
+    def session_update(self, update: Mapping[str, Any], *, token: str | None = None) -> bool:
+        """UPDATE the session row; with a token, only while that lease holds it (the UPDATE
+        takes the row lock and checks the lease in one statement)."""
+        rows = Session.objects.filter(pk=self.session.pk)
+        if token is not None:
+            rows = rows.filter(lock_token=token)
+            # The lease's own expiry is left as it is: the heartbeat renews it.
+            update = update or {"lock_token": token}
+        return bool(rows.update(**update))
 
     def turn_save(self, turn: Turn) -> None:
         if turn._state.adding:

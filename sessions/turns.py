@@ -1,22 +1,21 @@
 """A turn, top-down: resolve → plan → stages → commit (with its deferred jobs).
 
 A turn holds the session's lease (sessions.locks) from start to end, so two actions never
-interleave; it holds a database transaction only for the final commit. Runtime statuses are
-appended to the event stream as they happen, so a page sees them live.
+interleave; it holds a database transaction only for the final commit, whose session UPDATE
+frees the lease. Runtime statuses are held and written with the commit, or within a quarter
+second by sessions.live_events when the turn runs longer, so a page still sees them live.
+Catalogue rows, model slots and settings are read once a turn (core.memo).
 
-Each step is a module of its own, over the one TurnState record (sessions/turn_state.py);
-turn_steps (everything after the plan) is also what an offline runtime case runs, over memory:
+Each step is a module of its own, over the one TurnState record (sessions/turn_state.py):
 
     resolve      sessions.services.session_resolve      the active packages
     plan         sessions.turn_stages.turn_plan         stages, DAG levels, triggers, gates
-    TurnStart    sessions.hooks.turn_start              a hook may veto the whole turn
     stages       sessions.turn_stages.stages_run        each runtime through its gates, then
                    sessions.runtime_context               its inputs and ctx
                    sessions.function_runs                 a function (and its recursive calls)
                    sessions.agent_runs                    an agent (history, segments, tools)
                    sessions.runtime_checks                its output and effects checked
                    sessions.staged_writes                 its writes staged in the overlay
-    TurnStop     sessions.hooks.turn_stop               hooks observe the runtimes' results
     commit       sessions.turn_commit.turn_commit       one transaction: data, exports, turn row,
                    sessions.deferred_jobs.jobs_defer      detached runtimes as jobs, forms, events
 
@@ -32,8 +31,14 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.memo import memo_scope
 from sessions import hooks, services
-from sessions.locks import LOCK_WAIT_SECONDS, session_lock_acquire, session_lock_release
+from sessions.locks import (
+    LOCK_WAIT_SECONDS,
+    session_lock_acquire,
+    session_lock_forget,
+    session_lock_release,
+)
 from sessions.models import Session, Turn
 from sessions.planner import Plan
 from sessions.runtime_checks import schema_problem
@@ -49,7 +54,6 @@ __all__ = [
     "TurnState",
     "schema_problem",
     "turn_run",
-    "turn_steps",
 ]
 
 log = logging.getLogger("covel.sessions.turns")
@@ -68,50 +72,81 @@ def turn_run(
     a runtime that does not trigger now). token: a lock the caller already holds (and this
     call releases), for the streaming action.
     """
+    with memo_scope():  # the catalogue, model slots and settings: read once a turn
+        return _turn_leased(session=session, request=request, wait=wait, token=token)
+
+
+def _turn_leased(
+    *, session: Session, request: TurnRequest, wait: float, token: str | None
+) -> dict[str, Any]:
+    fresh = False
     if token is None:
         if request.kind != Turn.Kind.BACKGROUND:
-            request.settle = services.session_settle(session_id=session.pk)
-        token = session_lock_acquire(session_id=session.pk, wait=wait)
+            request.settle = services.session_settle(session_id=session.pk, session=session)
+        # The session as the lease was taken: read by the same statement that takes it.
+        token = session_lock_acquire(session_id=session.pk, wait=wait, fresh=session)
+        fresh = True
+    lease = {"released": False}
     try:
-        return _turn_locked(session=session, request=request, token=token)
+        if not fresh:
+            session.refresh_from_db()
+        return _turn_locked(session=session, request=request, token=token, lease=lease)
     finally:
-        session_lock_release(session_id=session.pk, token=token)
+        if lease["released"]:
+            session_lock_forget(token=token)  # the commit freed it
+        else:
+            session_lock_release(session_id=session.pk, token=token)
 
 
-def _turn_locked(*, session: Session, request: TurnRequest, token: str) -> dict[str, Any]:
+def _turn_locked(
+    *, session: Session, request: TurnRequest, token: str, lease: dict[str, bool]
+) -> dict[str, Any]:
     state = _turn_resolved(session=session, request=request, token=token)  # resolve
+    state.release_with_commit = True  # the commit's session UPDATE frees the lease
     plan = turn_plan(state)  # plan
     manual_check(plan, request.manual)
     _turn_started(state)
     try:
-        aborted = turn_steps(state, plan)  # TurnStart, stages, TurnStop, commit
-    except Exception as exc:
-        _turn_failed(state, exc)
-        raise
-    if aborted is not None:
-        return _turn_aborted(state, aborted)
-    summary = state.summary()
-    state.emit("turn.committed", summary)
-    return summary
+        try:
+            # TurnStart, stages, TurnStop, commit
+            aborted = turn_steps(state, plan, committed_event=True)
+        except Exception as exc:
+            _turn_failed(state, exc)
+            raise
+        if aborted is not None:
+            return _turn_aborted(state, aborted)
+        summary = state.summary()
+        if not state.committed_told:  # the commit could not tell it (PostStateCommit hooks ran)
+            state.emit("turn.committed", summary)
+        return summary
+    finally:
+        lease["released"] = state.lease_released
+        # What the turn still holds of its events (its start, a failure): written now. The
+        # error that ended the turn (the database gone, say) is the one to answer, not this.
+        try:
+            state.store.events_flush()
+        except Exception:
+            log.warning("could not write the events of turn %s", state.turn.pk, exc_info=True)
 
 
-def turn_steps(state: TurnState, plan: Plan) -> str | None:
+def turn_steps(state: TurnState, plan: Plan, *, committed_event: bool = False) -> str | None:
     """The turn after its plan, as every turn runs it: a live one (above) and an offline
     runtime case's over memory (sessions/cases.py). Returns a TurnStart abort's reason (nothing
-    ran, nothing is committed), or None once the turn is committed."""
+    ran, nothing is committed), or None once the turn is committed. committed_event: as
+    turn_commit's."""
     started = time.monotonic()
     aborted = hooks.turn_start(state)
     if aborted is not None:
         return aborted
     stages_run(state, plan)  # each runtime through its gates, run, checked and staged
     hooks.turn_stop(state, started)
-    turn_commit(state)  # data, exports, the turn row, forms, events; detached runtimes as jobs
+    # data, exports, the turn row, forms, events; detached runtimes as jobs
+    turn_commit(state, committed_event=committed_event)
     return None
 
 
 def _turn_resolved(*, session: Session, request: TurnRequest, token: str) -> TurnState:
     """The session's active packages and the turn's record (its row is saved once planned)."""
-    session.refresh_from_db()
     services.session_require_active(session=session)
     resolution, installed = services.session_resolve(session=session)
     number = session.turn_count + 1 if request.kind == Turn.Kind.PLAYER else session.turn_count

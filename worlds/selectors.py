@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from catalogue.models import Package
+from core.memo import per_scope
 from worlds.fields import FieldError, SettingField, check_value, fields_from_manifest
 from worlds.models import SessionPluginSettings, World
 
@@ -109,8 +110,18 @@ def session_can_edit(*, session: Session, user: AbstractBaseUser | AnonymousUser
 
 
 def session_values(*, session: Session, package_id: str) -> dict[str, Any]:
-    row = SessionPluginSettings.objects.filter(session=session, package_id=package_id).first()
-    return dict(row.values) if row else {}
+    return dict(_session_settings(session.pk).get(package_id) or {})
+
+
+@per_scope
+def _session_settings(session_id: Any) -> dict[str, Any]:
+    """A session's values of every package: once per turn (core.memo), which reads the
+    settings of each package that declares some."""
+    return dict(
+        SessionPluginSettings.objects.filter(session_id=session_id).values_list(
+            "package_id", "values"
+        )
+    )
 
 
 def world_values(*, world: World | None, package_id: str) -> dict[str, Any]:
@@ -227,13 +238,25 @@ def settings_resolve(
     *, package: Package, world: World | None, session: Session | None
 ) -> list[ResolvedField]:
     """A package's panel at the top given level: the session's when a session is given."""
+    return settings_resolve_fields(
+        package_id=package.package_id,
+        fields=package_settings_fields(package=package),
+        world=world,
+        session=session,
+    )
+
+
+def settings_resolve_fields(
+    *,
+    package_id: str,
+    fields: list[SettingField],
+    world: World | None,
+    session: Session | None,
+) -> list[ResolvedField]:
+    """settings_resolve over the package's fields as given (a turn's loaded manifest)."""
     layers: list[Layer] = []
     if session is not None:
-        layers.append(
-            Layer(ORIGIN_SESSION, session_values(session=session, package_id=package.package_id))
-        )
+        layers.append(Layer(ORIGIN_SESSION, session_values(session=session, package_id=package_id)))
     if world is not None:
-        layers.append(Layer(ORIGIN_WORLD, world_values(world=world, package_id=package.package_id)))
-    return resolve_fields(
-        specs=package_settings_fields(package=package), layers=layers, slots=model_slots()
-    )
+        layers.append(Layer(ORIGIN_WORLD, world_values(world=world, package_id=package_id)))
+    return resolve_fields(specs=fields, layers=layers, slots=model_slots())

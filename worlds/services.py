@@ -21,7 +21,7 @@ from worlds.data_files import (
     read_character_schema,
     read_lorebook,
 )
-from worlds.fields import FieldError, check_values
+from worlds.fields import FieldError, check_values, fields_from_manifest
 from worlds.models import SessionPluginSettings, World
 from worlds.world_file import (
     MISSING_PRESET,
@@ -416,21 +416,30 @@ def session_plugin_settings_update(
 
 
 def user_settings_for(
-    *, package_id: str, world: World | None = None, session: Session | None = None
+    *,
+    package_id: str,
+    world: World | None = None,
+    session: Session | None = None,
+    manifest: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The resolved settings a runtime of `package_id` receives as ctx.userSettings.
 
     Each key: the player's session value, else the world's preset, else the manifest default;
     a key with none of them is left out. A session implies its world. An unknown or unloaded
-    package has no settings: {}.
+    package has no settings: {}. manifest: the package's manifest as a turn loaded it (its
+    settings fields are read from it, not from the catalogue's row).
     """
     if session is not None:
         if world is None:
             world = session.world
         elif world.pk != session.world_id:
             raise ValueError(f"session {session.pk} belongs to another world than {world.world_id}")
-    package = selectors.package_get_loaded(package_id=package_id)
-    if package is None:
-        return {}
-    resolved = selectors.settings_resolve(package=package, world=world, session=session)
+    if manifest is None:
+        package = selectors.package_get_loaded(package_id=package_id)
+        if package is None:
+            return {}
+        manifest = package.manifest
+    resolved = selectors.settings_resolve_fields(
+        package_id=package_id, fields=fields_from_manifest(manifest), world=world, session=session
+    )
     return {f.field.key: f.value for f in resolved if f.origin != selectors.ORIGIN_UNSET}

@@ -119,3 +119,33 @@ def test_insert_refuses_a_duplicate_key_like_the_orm(session):
     with pytest.raises(IntegrityError), transaction.atomic():
         insert(Turn(id=turn.id, session=session, number=2))
     assert Turn.objects.filter(session=session).count() == 1
+
+
+def test_insert_ignoring_conflicts_says_whether_it_wrote(session):
+    from sessions.models import PluginData
+
+    first = PluginData(session=session, plugin_id="p", namespace="n", key="k", value={"a": 1})
+    assert insert(first, ignore_conflicts=True) is True
+    assert first.pk is not None  # the database's key, read back as save() does
+    second = PluginData(session=session, plugin_id="p", namespace="n", key="k", value={"b": 2})
+    assert insert(second, ignore_conflicts=True) is False  # the unique key holds a row
+    assert second.pk is None
+    assert PluginData.objects.get(session=session).value == {"a": 1}
+
+
+def test_update_returning_gives_the_row_as_updated_or_none(session):
+    from core.sql import update_returning
+
+    table = Table(Session)
+    col = table.col
+    where = f"{col('id')} = %s AND {col('lock_token')} = ''"
+    row = update_returning(
+        Session, f"{col('lock_token')} = %s", where, ["abc", table.value("id", session.pk)]
+    )
+    assert row is not None and row.lock_token == "abc"
+    assert concrete_values(row) == concrete_values(Session.objects.get(pk=session.pk))
+    again = update_returning(
+        Session, f"{col('lock_token')} = %s", where, ["def", table.value("id", session.pk)]
+    )
+    assert again is None  # the condition no longer holds: nothing updated, nothing returned
+    assert Session.objects.get(pk=session.pk).lock_token == "abc"

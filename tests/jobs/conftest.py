@@ -194,10 +194,24 @@ def broker(
         yield found
     finally:
         overrides.disable()
+        from core import notify
+
+        notify.reset()  # chosen under the overrides: chosen again under the settings restored
         app.conf.update(saved)
         _reset_producer_pool()
         if found.redis_url:
             _forget_queue(found.redis_url, queue)
+
+
+@pytest.fixture(autouse=True)
+def _notify_chosen_again() -> Iterator[None]:
+    """The notification backend is picked from the settings when first used, then kept: under
+    the broker's REDIS_URL="" on PostgreSQL that is "postgres" (a pg_notify per publish), which
+    must not outlive the test and its overrides (the next test's settings choose again)."""
+    yield
+    from core import notify
+
+    notify.reset()
 
 
 def _forget_queue(url: str, queue: str) -> None:

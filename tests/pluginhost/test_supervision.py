@@ -156,3 +156,56 @@ def test_concurrent_calls_from_threads_each_get_their_own_answer(host):
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda n: host.echo({"n": n}), range(200)))
     assert answers == [{"n": n} for n in range(200)]
+
+
+SHUTDOWN = """
+import logging, sys, threading
+import django
+django.setup()
+logging.basicConfig(stream=sys.stderr, level=logging.INFO)
+from pluginhost.pool import get_host
+host = get_host()
+assert host.echo({"hello": 1}) == {"hello": 1}
+assert any(t.name == "pluginhost-watch" for t in threading.enumerate())
+print("host ran", flush=True)
+"""
+
+
+def test_the_watch_stops_with_the_pool_so_interpreter_exit_is_quiet():
+    """At exit the pool stops its hosts (atexit) and the watch thread with them: a watch left
+    sampling hosts while they and logging shut down logged "plugin host watch failed"."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", SHUTDOWN],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "host ran" in done.stdout
+    assert "plugin host watch failed" not in done.stderr, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+def test_stopping_the_pool_ends_the_watch_thread_and_a_new_host_restarts_it():
+    from pluginhost import supervision
+    from pluginhost.pool import host_pool
+
+    pool = host_pool()
+    assert pool.bundled().echo("one") == "one"
+    watch = supervision._watch.thread
+    assert watch is not None and watch.is_alive()
+    pool.stop_all()
+    watch.join(2)
+    assert not watch.is_alive()
+    assert supervision._watch.thread is None
+    # The next host started (the pool's bundled one again) starts a new watch.
+    assert host_pool().bundled().echo("two") == "two"
+    assert supervision._watch.thread is not None and supervision._watch.thread.is_alive()

@@ -8,6 +8,7 @@ from django.test import Client
 from test_play_support import (
     HOLD,
     by_runtime,
+    hold_release,
     index_folder,
     make_world,
     play,
@@ -17,7 +18,7 @@ from test_play_support import (
 )
 
 from sessions.errors import SessionBusy
-from sessions.models import PluginData, Turn
+from sessions.models import Turn
 from sessions.services import session_create
 from sessions.turns import TurnRequest, turn_run
 
@@ -43,9 +44,7 @@ def running(event) -> bool:
 
 
 def release(session) -> None:
-    PluginData.objects.create(
-        session=session, plugin_id="gate", namespace="control", key="go", value=True
-    )
+    hold_release(session)
 
 
 def test_a_second_action_while_a_turn_runs_gets_session_busy(file_database, alice, tmp_path):

@@ -8,6 +8,7 @@ import test_play_support as support
 from test_play_support import (
     HOLD,
     by_runtime,
+    hold_release,
     index_folder,
     make_world,
     play,
@@ -82,9 +83,7 @@ def test_a_write_refused_at_commit_drops_the_writer_and_its_readers_but_not_the_
             session=session, plugin_id="bank", namespace="wallet", key="gold"
         ).update(value=1)
     finally:
-        PluginData.objects.create(
-            session=session, plugin_id="bank", namespace="control", key="go", value=True
-        )
+        hold_release(session)
         thread.join(30)
     assert "error" not in outcome, outcome
     result = outcome["result"]

@@ -172,17 +172,38 @@ def wait_for_event(session: Any, predicate: Any, timeout: float = 20.0) -> Any:
     raise AssertionError("the expected event never arrived")
 
 
-# A runtime that holds its turn open until the test sets control/go (read through the overlay,
-# which reads the stored row each time), so tests can act while a turn is provably running.
+# A runtime that holds its turn open until the test calls hold_release(session), so tests can act
+# while a turn is provably running. It watches the player's submitted inputs, which
+# ctx.store.listPlayerInputs reads from the database at each call (plugin data, read once a
+# turn, would never show a row written after the turn first read it).
 HOLD = """export default async function handler(ctx) {
   for (let i = 0; i < 400; i += 1) {
-    if (await ctx.pluginData.get("control", "go")) break;
+    const inputs = await ctx.store.listPlayerInputs();
+    if (inputs.some((input) => input.formId === "go")) break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   await ctx.pluginData.set("hold", "done", true);
   return { outcome: "success", value: { held: true } };
 }
 """
+
+
+def hold_release(session: Any) -> None:
+    """Let a HOLD runtime of the session go on (a submitted input with form id "go")."""
+    from django.utils import timezone
+
+    from sessions.models import Interaction
+
+    Interaction.objects.create(
+        session=session,
+        plugin_id="test",
+        runtime_id="test/go",
+        interaction_id=f"go-{timezone.now().timestamp()}",
+        form={"id": "go"},
+        status=Interaction.Status.SUBMITTED,
+        values={},
+        submitted_at=timezone.now(),
+    )
 
 
 def run_in_thread(target: Any, *args: Any) -> tuple[threading.Thread, dict[str, Any]]:
