@@ -109,7 +109,7 @@ def _snapshot_usability(package_id: str, content_hash: str) -> Usability:
 # ------------------------------------------------------------------ the version sessions run
 
 
-def _standing_approval(package_key: str) -> ApprovalRequest | None:
+def approval_standing_latest(package_key: str) -> ApprovalRequest | None:
     """The newest approved request, unless a revoke came after it (a revoke ends them all)."""
     latest = (
         ApprovalRequest.objects.for_package(package_key)
@@ -132,7 +132,7 @@ def approval_in_force(*, package_key: str) -> ApprovalRequest | None:
         return None
     if scope.request.state not in (State.PENDING, State.DENIED):
         return None
-    return _standing_approval(package_key)
+    return approval_standing_latest(package_key)
 
 
 def approval_standing(*, package_key: str, content_hash: str) -> ApprovalRequest | None:

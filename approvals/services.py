@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
 from approvals.permissions import compute_permission_set, is_empty, is_within, permission_hash
-from approvals.selectors import approval_in_force
+from approvals.selectors import approval_in_force, approval_standing_latest
 from approvals.store import keep_approved_version
 from catalogue import callouts
 from catalogue.models import Package
@@ -80,20 +80,6 @@ def _journal(
         permissions=request.permissions,
         permissions_hash=request.permissions_hash,
     )
-
-
-def _baseline(*, package_key: str) -> ApprovalRequest | None:
-    """The approval a new version is compared with: the newest approved request.
-
-    A revoke after it cancels it: a revoked package never carries an approval over.
-    """
-    latest = (
-        ApprovalRequest.objects.for_package(package_key)
-        .filter(state__in=[State.APPROVED, State.REVOKED])
-        .order_by("-id")
-        .first()
-    )
-    return latest if latest is not None and latest.state == State.APPROVED else None
 
 
 def _supersede(*, request: ApprovalRequest, reason: str) -> None:
@@ -171,7 +157,9 @@ def approval_request_sync(*, package: Package) -> None:
                 current.save(update_fields=["content_hash", "package", "updated_at"])
             request = current
         else:
-            baseline = _baseline(package_key=key)
+            # The approval a new version is compared with (a revoke after it cancels it: a revoked
+            # package never carries an approval over).
+            baseline = approval_standing_latest(key)
             carried = baseline is not None and is_within(permissions, baseline.permissions)
             request = ApprovalRequest.objects.create(
                 package=package,
@@ -258,7 +246,7 @@ def approval_decide(
         allowed_from, new_state, action = _TRANSITIONS[decision]
         if decision == Decision.REVOKE and approval_in_force(package_key=request.package_key):
             # A change waits (or was denied) while sessions still run the last approval: a
-            # revoke of the current request ends that approval too (_standing_approval).
+            # revoke of the current request ends that approval too (approval_standing_latest).
             allowed_from = (*allowed_from, State.PENDING, State.DENIED)
         if request.state not in allowed_from:
             raise ApprovalStateConflict(
