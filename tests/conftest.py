@@ -87,6 +87,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
+def _model_slots_uncached():
+    """The model slots a test's database holds, not a cached set of an earlier test's (on the
+    PostgreSQL and Redis pass they are cached in Redis, which no rollback empties)."""
+    from agents.selectors import slots_forget
+
+    slots_forget()
+
+
+@pytest.fixture(autouse=True)
 def _job_lease_keeper_idle():
     """After a test that ran jobs in this process, wait for the lease keeper thread to put its
     database work down, so it cannot hold the shared in-memory SQLite database's write lock
