@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -311,14 +312,20 @@ def package_candidates(*, folders: list[PluginFolder]) -> list[tuple[Path, str]]
     for folder in folders:
         if not folder.path.is_dir():
             continue
-        for child in sorted(folder.path.iterdir(), key=lambda p: p.name):
+        # scandir's entries know their type without a stat, and only a link needs resolving:
+        # an unchanged sync of 10,000 packages walks here first.
+        parent = folder.path.resolve()
+        with os.scandir(folder.path) as entries:
+            children = sorted(entries, key=lambda e: e.name)
+        for entry in children:
             if (
-                child.name.startswith((".", "_"))
-                or child.name in _SKIPPED_NAMES
-                or not child.is_dir()
+                entry.name.startswith((".", "_"))
+                or entry.name in _SKIPPED_NAMES
+                or not entry.is_dir()
             ):
                 continue
-            resolved = child.resolve()
+            child = Path(entry.path)
+            resolved = child.resolve() if entry.is_symlink() else parent / entry.name
             if resolved in seen:  # the same folder configured twice
                 continue
             seen.add(resolved)
