@@ -290,14 +290,17 @@ def package_code_check(
 
 
 def _judged_in_bulk(packages: list[Package]) -> dict[int, tuple[bool, str]]:
-    """pk -> (may its code run, the approval state it is judged under), in two queries per
+    """pk -> (may its code run, the approval state it is judged under), in one query per
     2,000 packages (a sync of 10,000 packages must not ask once per package)."""
     from approvals.selectors import packages_usability
 
     community = [p.package_id for p in packages if p.trust != Package.Trust.BUNDLED]
+    rows = {p.package_id: p for p in packages}  # read already: not read again for the verdict
     usability = {}
     for start in range(0, len(community), 2000):  # a bounded IN list on any database
-        usability.update(packages_usability(package_ids=community[start : start + 2000]))
+        usability.update(
+            packages_usability(package_ids=community[start : start + 2000], packages=rows)
+        )
     judged = {}
     for p in packages:
         if p.trust == Package.Trust.BUNDLED:
