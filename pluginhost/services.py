@@ -148,7 +148,7 @@ def code_root(manifest: Manifest) -> str:
     """The folder the host imports the package from: bundled code runs where it is; community
     code only from the verified copy of its approved files (approvals/store.py), which raises
     PluginLoadError (plugin_not_approved, plugin_code_changed) instead of loading anything else."""
-    from approvals.store import CodeNotRunnable, package_code_root
+    from approvals.code_roots import CodeNotRunnable, package_code_root
 
     if author_code_consented():  # test_runtime runs the author's folder as it is, contained
         return str(Path(manifest.path).resolve())
