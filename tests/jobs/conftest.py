@@ -185,6 +185,10 @@ def broker(
     _reset_producer_pool()
     overrides = override_settings(
         REDIS_URL=found.redis_url,
+        # The channel the workers were given: this process keeps to it whatever REDIS_URL now
+        # says (each test chooses the backend again, see _notify_chosen_again).
+        COVEL_NOTIFY_BACKEND=env["COVEL_NOTIFY_BACKEND"],
+        COVEL_NOTIFY_REDIS_URL=env["COVEL_NOTIFY_REDIS_URL"],
         COVEL_JOBS_QUEUE=queue,
         COVEL_JOB_RUNNERS={**django_settings.COVEL_JOB_RUNNERS, **TEST_RUNNERS},
         COVEL_JOB_LEASE_SECONDS=1.5,
