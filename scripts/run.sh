@@ -32,8 +32,10 @@ pids=()
 stop() {
   trap - INT TERM EXIT
   [ ${#pids[@]} -eq 0 ] && return
-  # Each service runs in its own process group (set -m): TERM reaches its children too.
-  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  # TERM to each service itself: Celery stops its own pool (a TERM to its whole group would end
+  # the pool's processes under it, and Celery logs each as an error). Each service runs in its
+  # own process group (set -m), so whatever is left of a group is killed below.
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   # Celery finishes the running task on TERM; past 8 s it is stopped cold (a job's lease
   # expires and the reaper gives it to another worker, docs/jobs.md).
   for _ in $(seq 80); do
