@@ -12,6 +12,7 @@ from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
 from approvals.permissions import compute_permission_set, describe, diff, is_empty
 from approvals.store import snapshot_hash, version_snapshot_dir
 from catalogue.models import Package
+from core.memo import per_scope
 
 State = ApprovalRequest.State
 
@@ -82,18 +83,35 @@ def packages_usability(
             }
         )
     reviewed = [pid for pid, p in rows.items() if p.trust != Package.Trust.BUNDLED]
-    scopes = (
-        {
-            s.package_key: s
-            for s in PermissionScope.objects.select_related("request")
-            .filter(package_key__in=reviewed)
-            .only("package_key", "content_hash", "request__state", "request__version")
-        }
-        if reviewed
-        else {}
-    )
+    scopes = _scopes(tuple(sorted(reviewed))) if reviewed else {}
     verdicts.update({pid: _usability(pid, rows.get(pid), scopes.get(pid), None) for pid in wanted})
     return verdicts
+
+
+@per_scope
+def _scopes(package_keys: tuple[str, ...]) -> dict[str, PermissionScope]:
+    """The permission scopes of these packages with their requests' state, in one query: a turn
+    asks twice for its community packages (which wait for staff, then may they run), so once
+    per turn (core.memo)."""
+    return {
+        s.package_key: s
+        for s in PermissionScope.objects.select_related("request")
+        .filter(package_key__in=package_keys)
+        .only("package_key", "content_hash", "request__state", "request__version")
+    }
+
+
+def packages_waiting(*, package_ids: Iterable[str]) -> list[str]:
+    """Those of these community packages whose current request is pending or denied: their
+    sessions keep running the version in force (versions_in_force)."""
+    keys = tuple(sorted(set(package_ids)))
+    if not keys:
+        return []
+    return [
+        key
+        for key, scope in _scopes(keys).items()
+        if scope.request is not None and scope.request.state in (State.PENDING, State.DENIED)
+    ]
 
 
 def _snapshot_usability(package_id: str, content_hash: str) -> Usability:

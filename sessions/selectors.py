@@ -13,8 +13,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, QuerySet, Sum
 
-from approvals.models import ApprovalRequest, PermissionScope
-from approvals.selectors import versions_in_force
+from approvals.selectors import packages_waiting, versions_in_force
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
@@ -33,8 +32,6 @@ from sessions.proposals import CHARACTERS, LORE_NAMESPACE, SESSION_DATA, merge_c
 LOCALE_NAME = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 _MANIFESTS: dict[tuple[str, str, str], Manifest | None] = {}
 _MANIFESTS_LOCK = threading.Lock()
-# Approval states of a current request that leave sessions on the last approval (if any).
-_WAITING = frozenset({ApprovalRequest.State.PENDING.value, ApprovalRequest.State.DENIED.value})
 
 
 def session_can_access(*, session: Session, user: AbstractBaseUser | AnonymousUser) -> bool:
@@ -78,7 +75,9 @@ def installed_manifests() -> dict[str, Manifest]:
     """
     found: dict[str, Manifest] = {}
     loaded = loaded_packages()
-    waiting = _waiting_for_staff([p.package_id for p in loaded if p.trust != Package.Trust.BUNDLED])
+    waiting = packages_waiting(
+        package_ids=[p.package_id for p in loaded if p.trust != Package.Trust.BUNDLED]
+    )
     # A community package whose current version waits for staff runs the approved version
     # it ran before, from the snapshot approvals kept of it: sessions switch on the first turn
     # after staff approve the new one (approvals/store.py).
@@ -109,18 +108,6 @@ def loaded_packages() -> list[Package]:
         f"{packages.col('state')} = %s",
         [Package.State.LOADED.value],
         fields=LOADED_FIELDS,
-    )
-
-
-def _waiting_for_staff(package_ids: list[str]) -> list[str]:
-    """Those of these community packages whose current approval request is pending or denied
-    (one query, and none for a session of bundled packages only)."""
-    if not package_ids:
-        return []
-    return list(
-        PermissionScope.objects.filter(
-            package_key__in=package_ids, request__state__in=_WAITING
-        ).values_list("package_key", flat=True)
     )
 
 
