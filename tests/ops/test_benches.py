@@ -23,7 +23,7 @@ from private_services import PrivatePostgres, PrivateRedis, free_port  # noqa: E
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 
-# scripts/test.sh runs the suite twice (embedded, then PostgreSQL + Redis); the benches ignore
+# scripts/test.sh runs the suite twice (embedded, and PostgreSQL + Redis); the benches ignore
 # the suite's database either way, so test.sh leaves this file out of the second pass.
 # Throw-away databases of its own: the same in both passes of scripts/test.sh.
 pytestmark = [pytest.mark.slow, pytest.mark.first_pass_only]

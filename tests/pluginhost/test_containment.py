@@ -41,7 +41,6 @@ pytestmark = pytest.mark.django_db
 
 REPO = Path(__file__).resolve().parents[2]
 PLANTED = "planted-hub-secret-5f2c9e"
-LOOPBACK_PORT = 8411  # this branch's port range is 8400-8499
 
 PROWLER = r"""
 export default function register(covel) {
@@ -252,11 +251,11 @@ def test_the_hubs_environment_never_reaches_community_code(session, hub_secret):
 class CountingServer:
     """A loopback TCP server that counts every connection that reaches it."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self) -> None:
         self.connections = 0
         self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
+        self.sock.bind(("127.0.0.1", 0))  # a free port: another test run may be beside this one
+        self.port = self.sock.getsockname()[1]
         self.sock.listen(16)
         self.sock.settimeout(0.1)
         self.stopped = threading.Event()
@@ -279,15 +278,15 @@ class CountingServer:
 
 
 def test_no_network_global_reaches_a_loopback_server(session):
-    server = CountingServer(LOOPBACK_PORT)
+    server = CountingServer()
     try:
         # The server is reachable from here: a plain connection counts.
-        socket.create_connection(("127.0.0.1", LOOPBACK_PORT), 2).close()
+        socket.create_connection(("127.0.0.1", server.port), 2).close()
         deadline = time.monotonic() + 2
         while server.connections < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert server.connections == 1
-        tried = rpc(session, "network", {"port": LOOPBACK_PORT})
+        tried = rpc(session, "network", {"port": server.port})
         time.sleep(0.3)
         assert server.connections == 1, "a connection from plugin code arrived"
     finally:

@@ -30,6 +30,14 @@ def database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
+def free_port() -> int:
+    """A port free now: the tests' servers take one each, so two test runs at once (the two
+    passes of scripts/test.sh) never meet on a port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 class Server:
     """One uvicorn process serving the hub on 127.0.0.1:port (`args`: more uvicorn options)."""
 

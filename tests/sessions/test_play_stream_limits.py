@@ -26,12 +26,11 @@ from sessions import stream_limits
 # Shared fixtures (tests/sessions/stream_fixtures.py).
 harbor_session, local_notify = stream_fixtures.harbor_session, stream_fixtures.local_notify
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-PORTS = iter(range(8740, 8750))
 
 
 def serve(tmp_path, notify_dir: str, **limits: int) -> servers.Server:
     return servers.Server(
-        next(PORTS),
+        servers.free_port(),
         {
             "DATABASE_URL": servers.database_url(),
             "COVEL_NOTIFY_BACKEND": "local",

@@ -22,13 +22,12 @@ from eventlog.models import SessionEvent
 # Shared fixtures (tests/sessions/stream_fixtures.py).
 harbor_session, local_notify = stream_fixtures.harbor_session, stream_fixtures.local_notify
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-PORTS = iter(range(8710, 8730))
 
 
 def local_server(tmp_path, notify_dir: str) -> servers.Server:
     """A server on the test database (a SQLite file, or PostgreSQL), woken by local sockets."""
     return servers.Server(
-        next(PORTS),
+        servers.free_port(),
         {
             "DATABASE_URL": servers.database_url(),
             "COVEL_NOTIFY_BACKEND": "local",
@@ -116,8 +115,8 @@ def test_an_action_posted_to_one_server_reaches_a_stream_on_another(
         "DB_POOL": "true",
         "COVEL_VAR_DIR": str(tmp_path / "var"),
     }
-    one = servers.Server(next(PORTS), env, tmp_path / "one.log")
-    other = servers.Server(next(PORTS), env, tmp_path / "other.log")
+    one = servers.Server(servers.free_port(), env, tmp_path / "one.log")
+    other = servers.Server(servers.free_port(), env, tmp_path / "other.log")
     try:
         cookie = servers.session_cookie(alice)
         stream = servers.Stream(other.port, harbor_session.pk, cookie)
@@ -154,8 +153,8 @@ def test_postgres_listen_notify_carries_events_between_two_servers_without_redis
         "DB_POOL": "true",
         "COVEL_VAR_DIR": str(tmp_path / "var"),
     }
-    one = servers.Server(next(PORTS), env, tmp_path / "one.log")
-    other = servers.Server(next(PORTS), env, tmp_path / "other.log")
+    one = servers.Server(servers.free_port(), env, tmp_path / "one.log")
+    other = servers.Server(servers.free_port(), env, tmp_path / "other.log")
     cookie = servers.session_cookie(alice)
 
     def post(message: str) -> None:
@@ -244,7 +243,7 @@ def test_a_turn_without_a_free_database_connection_answers_503_not_500(
     s = connection.settings_dict
     host, port = s["HOST"] or "127.0.0.1", s["PORT"] or 5432
     server = servers.Server(
-        next(PORTS),
+        servers.free_port(),
         {
             "DATABASE_URL": f"postgres://{role}@{host}:{port}/{name}",
             "DB_POOL": "true",
@@ -299,7 +298,7 @@ def test_a_malformed_form_is_a_400_with_one_log_line_and_no_traceback(tmp_path, 
     if connection.vendor != "sqlite":
         pytest.skip("the log, not the database, is under test (runs in the SQLite pass)")
     server = servers.Server(
-        next(PORTS),
+        servers.free_port(),
         {"COVEL_VAR_DIR": str(tmp_path / "var"), "DATABASE_URL": "", "REDIS_URL": ""},
         tmp_path / "server.log",
     )
