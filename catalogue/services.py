@@ -361,6 +361,12 @@ def _request_approval(package: Package) -> None:
     callouts.approval_request_sync.get()(package=package)
 
 
+def _request_approvals(packages: list[Package]) -> None:
+    # The same for a batch of new packages, set-based: a constant number of queries for the
+    # batch, not a few for each package.
+    callouts.approval_requests_sync.get()(packages=packages)
+
+
 def _approval_scope_hashes() -> dict[str, str]:
     """package id -> the content hash approvals last saw (to repair an interrupted sync)."""
     return callouts.approval_seen_hashes.get()()
@@ -631,9 +637,9 @@ def _index_new_in_batches(
                         for package_id, _, source, content_hash, stats, result, _ in batch
                     ]
                 )
-                for package in packages:
-                    if package.trust == Package.Trust.COMMUNITY:
-                        _request_approval(package)
+                community = [p for p in packages if p.trust == Package.Trust.COMMUNITY]
+                if community:
+                    _request_approvals(community)
         except Exception:
             log.exception("a batch of %d new packages failed; indexing them one by one", len(batch))
             continue
