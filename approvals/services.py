@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models.signals import post_save
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
@@ -206,6 +207,96 @@ def approval_request_sync(*, package: Package) -> None:
         # Keep the approved version whole while the folder holds it: sessions go on running
         # it when a later change waits for staff (a no-op once kept).
         keep_approved_version(request, source_dir=package.source_dir)
+
+
+def approval_requests_sync(*, packages: list[Package]) -> None:
+    """approval_request_sync for many packages the catalogue just saved (a first sync's batch),
+    in a fixed number of queries for the packages approvals has never seen: no scope, no
+    request, so nothing to carry over or supersede (a pending request, or none when the package
+    asks for nothing). Any package approvals knows goes through approval_request_sync itself.
+    Runs in the caller's transaction, as the single call does."""
+    by_key = {p.package_id: p for p in packages if p.trust == Package.Trust.COMMUNITY}
+    keys = list(by_key)
+    with transaction.atomic():
+        known = set(
+            PermissionScope.objects.filter(package_key__in=keys).values_list(
+                "package_key", flat=True
+            )
+        )
+        known.update(
+            ApprovalRequest.objects.filter(package_key__in=keys).values_list(
+                "package_key", flat=True
+            )
+        )
+        fresh: list[tuple[Package, dict[str, Any], str]] = []
+        for package in packages:
+            if package.trust != Package.Trust.COMMUNITY or package.package_id in known:
+                approval_request_sync(package=package)
+            else:
+                permissions = package_permission_set(package=package)
+                fresh.append((package, permissions, permission_hash(permissions)))
+        asking = [item for item in fresh if not is_empty(item[1])]
+        requests = ApprovalRequest.objects.bulk_create(
+            [
+                ApprovalRequest(
+                    package=package,
+                    package_key=package.package_id,
+                    version=package.version,
+                    content_hash=package.content_hash,
+                    permissions=permissions,
+                    permissions_hash=digest,
+                    state=State.PENDING,
+                )
+                for package, permissions, digest in asking
+            ]
+        )
+        if any(r.pk is None for r in requests):  # a database that returns no ids from a bulk insert
+            ids = dict(
+                ApprovalRequest.objects.filter(
+                    package_key__in=[r.package_key for r in requests]
+                ).values_list("package_key", "pk")
+            )
+            for request in requests:
+                request.pk = ids[request.package_key]
+        entries = JournalEntry.objects.bulk_create(
+            [
+                JournalEntry(
+                    request=request,
+                    package_key=request.package_key,
+                    version=request.version,
+                    action=Action.REQUESTED,
+                    actor_name="Covel Hub (sync)",
+                    permissions=request.permissions,
+                    permissions_hash=request.permissions_hash,
+                )
+                for request in requests
+            ]
+        )
+        for entry in entries:
+            # A bulk insert sends no post_save: send it, so listeners (the staff mail) hear of
+            # each new request as they do of one made by approval_request_sync.
+            post_save.send(
+                sender=JournalEntry,
+                instance=entry,
+                created=True,
+                update_fields=None,
+                raw=False,
+                using=entry._state.db,
+            )
+        request_of = {r.package_key: r for r in requests}
+        PermissionScope.objects.bulk_create(
+            [
+                PermissionScope(
+                    package_key=package.package_id,
+                    version=package.version,
+                    content_hash=package.content_hash,
+                    permissions=permissions,
+                    permissions_hash=digest,
+                    request=request_of.get(package.package_id),
+                )
+                for package, permissions, digest in fresh
+            ]
+        )
 
 
 # Which states each decision may start from.

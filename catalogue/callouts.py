@@ -30,6 +30,12 @@ class ApprovalRequestSync(Protocol):
     def __call__(self, *, package: Package) -> None: ...
 
 
+class ApprovalRequestsSync(Protocol):
+    """The same for many new community packages at once (a first sync's batch, one transaction)."""
+
+    def __call__(self, *, packages: list[Package]) -> None: ...
+
+
 class ApprovalSeenHashes(Protocol):
     """package id -> the content hash approvals last saw."""
 
@@ -101,6 +107,9 @@ class Callout(Generic[F]):
 approval_request_sync: Callout[ApprovalRequestSync] = Callout(
     "approval_request_sync", "approvals (approvals/apps.py)"
 )
+approval_requests_sync: Callout[ApprovalRequestsSync] = Callout(
+    "approval_requests_sync", "approvals (approvals/apps.py)"
+)
 approval_seen_hashes: Callout[ApprovalSeenHashes] = Callout(
     "approval_seen_hashes", "approvals (approvals/apps.py)"
 )
@@ -123,6 +132,7 @@ available_entry: Callout[AvailableEntry] = Callout("available_entry", "installs 
 
 ALL: Sequence[Callout[Any]] = (
     approval_request_sync,
+    approval_requests_sync,
     approval_seen_hashes,
     packages_usability,
     package_code_checks,

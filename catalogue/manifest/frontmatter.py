@@ -8,6 +8,9 @@ what lets us refuse the dangerous parts before they cost anything:
 - any tag outside the plain JSON types is refused ("executable frontmatter");
 - duplicate keys are refused, with the path of the second one;
 - YAML timestamps stay the strings they were written as (`version: 2024-01-01` is "2024-01-01").
+
+Most texts are read faster by libyaml (fast_yaml.py), which hands back to this pure parse any
+text where it has a doubt; the pure parse is the reference and writes every finding.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from catalogue.manifest.fast_yaml import PURE, fast_parse
 from catalogue.manifest.types import Issue
 from core.pointer import join
 
@@ -152,6 +156,14 @@ def parse_yaml(text: str, file: str, issues: list[Issue]) -> Any:
             )
         )
         return None
+    value = fast_parse(text, MAX_NESTING)
+    if value is not PURE:
+        return value
+    return _parse_pure(text, file, issues)
+
+
+def _parse_pure(text: str, file: str, issues: list[Issue]) -> Any:
+    """The reference parse: ruamel's pure-Python composer and our walk over its nodes."""
     try:
         node = _yaml.compose(text)
     except MarkedYAMLError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
@@ -113,6 +114,19 @@ def schema_file_problems(path: str) -> list[tuple[str, str, str]]:
                 ("", "schema-too-large", f"a schema file may be at most {MAX_SCHEMA_BYTES} bytes")
             ]
         return [("", "file-unreadable", str(exc))]
+    if len(raw) > 16 * 1024:  # kept out of the cache below, so it holds at most 8 MB
+        return _schema_problems(raw)
+    return list(_bytes_problems(raw))
+
+
+# The verdict is the bytes' alone (no other file is opened), and a directory of many packages
+# often ships the same small schema many times: each distinct file is checked once a process.
+@lru_cache(maxsize=512)
+def _bytes_problems(raw: bytes) -> tuple[tuple[str, str, str], ...]:
+    return tuple(_schema_problems(raw))
+
+
+def _schema_problems(raw: bytes) -> list[tuple[str, str, str]]:
     try:
         schema = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -140,6 +140,10 @@ def approval_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen[package.package_id] = package.content_hash
 
     monkeypatch.setattr("catalogue.services._request_approval", request)
+    monkeypatch.setattr(
+        "catalogue.services._request_approvals",
+        lambda packages: [request(package) for package in packages],
+    )
     monkeypatch.setattr("catalogue.services._approval_scope_hashes", lambda: dict(seen))
     return calls
 

@@ -11,12 +11,13 @@ from catalogue.callouts import Callout, CalloutMissing
 
 def test_every_slot_is_registered_by_its_app_at_start_up():
     from approvals.selectors import approval_seen_hashes, packages_usability
-    from approvals.services import approval_request_sync
+    from approvals.services import approval_request_sync, approval_requests_sync
     from installs.selectors import available_entries, available_entry, package_provenance
     from pluginhost.codecheck import package_code_checks
     from sources.manifest.loader import load_source_plugin
 
     assert callouts.approval_request_sync.get() is approval_request_sync
+    assert callouts.approval_requests_sync.get() is approval_requests_sync
     assert callouts.approval_seen_hashes.get() is approval_seen_hashes
     assert callouts.packages_usability.get() is packages_usability
     assert callouts.package_code_checks.get() is package_code_checks
@@ -24,7 +25,7 @@ def test_every_slot_is_registered_by_its_app_at_start_up():
     assert callouts.package_provenance.get() is package_provenance
     assert callouts.available_entries.get() is available_entries
     assert callouts.available_entry.get() is available_entry
-    assert len(callouts.ALL) == 8
+    assert len(callouts.ALL) == 9
 
 
 def test_the_job_runner_and_session_check_are_registered_by_sessions():

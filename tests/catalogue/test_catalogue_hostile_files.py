@@ -136,8 +136,10 @@ def test_a_sync_killed_between_the_rows_and_the_request_leaves_nothing_waiting(
     def killed(**_: object) -> None:
         raise Killed
 
-    # The sync calls what approvals registered in its slot (catalogue/callouts.py).
+    # The sync calls what approvals registered in its slots (catalogue/callouts.py): one
+    # package at a time, or a batch of new ones.
     monkeypatch.setattr(callouts.approval_request_sync, "_fn", killed)
+    monkeypatch.setattr(callouts.approval_requests_sync, "_fn", killed)
     with pytest.raises(Killed):
         packages_sync()
     # The package's rows were rolled back with the request that never came.

@@ -149,3 +149,22 @@ def test_a_checker_that_dies_fails_only_the_package_it_was_checking(tmp_path, mo
     assert verdicts[1].code == "static_check_failed"
     assert verdicts[2].code == "plugin_import_refused"
     assert verdicts[2] == package_code_static_check(manifests[2])
+
+
+def test_a_replaced_process_gives_the_same_verdicts(mixed, monkeypatch):
+    """The checker is replaced every RECYCLE_AFTER packages (Node's time per package grew with
+    the packages one process had parsed): the verdicts are the single checks' all the same."""
+    from pluginhost import codecheck
+
+    manifests, _ = mixed
+    alone = [package_code_static_check(m) for m in manifests]
+    monkeypatch.setattr(codecheck, "RECYCLE_AFTER", 2)
+    pids = []
+    with StaticChecker() as checker:
+        together = []
+        for manifest in manifests:
+            together.append(checker.check(manifest))
+            pids.append(checker._process.pid if checker._process else None)
+    assert together == alone
+    # Nine packages, two a process (a timed-out or killed one ends its process early).
+    assert len({p for p in pids if p}) >= 5
