@@ -8,10 +8,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
-from approvals.permissions import compute_permission_set, is_empty, is_within, permission_hash
-from approvals.selectors import approval_in_force, approval_standing_latest
+from approvals.permissions import is_empty, is_within, permission_hash
+from approvals.selectors import (
+    approval_in_force,
+    approval_standing_latest,
+    package_permission_set,
+)
 from approvals.store import keep_approved_version
 from catalogue import callouts
+from catalogue.manifest.types import LoadResult
 from catalogue.models import Package
 from core.errors import ApiError
 
@@ -55,15 +60,6 @@ class Decision:
     DENY = "deny"
     REVOKE = "revoke"
     ALL = (ALLOW, DENY, REVOKE)
-
-
-def package_permission_set(*, package: Package) -> dict[str, Any]:
-    """The permission set of a package row as it is on disk now."""
-    return compute_permission_set(
-        package_id=package.package_id,
-        source_dir=package.source_dir,
-        manifest=package.manifest or {},
-    )
 
 
 def _journal(
@@ -118,18 +114,20 @@ def approval_requests_withdraw_gone(*, package_keys: list[str] | None = None) ->
     return closed
 
 
-def approval_request_sync(*, package: Package) -> None:
+def approval_request_sync(*, package: Package, loaded: LoadResult | None = None) -> None:
     """Record what a community package asks for after the catalogue saved it.
 
     No request when it asks for nothing; an approved request ("carried over") when the set is the
     same as or narrower than the last approval; otherwise a pending request that keeps the last
     approved set for the side-by-side diff. Calling it again for an unchanged package is a no-op.
+    loaded: the loader's verdict the row was indexed from (the sync has it); without it the
+    folder is loaded again.
     """
     if package.trust != Package.Trust.COMMUNITY:
         # Bundled code is trusted; a package that moved into the bundled folder keeps its history.
         PermissionScope.objects.filter(package_key=package.package_id).delete()
         return
-    permissions = package_permission_set(package=package)
+    permissions = package_permission_set(package=package, loaded=loaded)
     digest = permission_hash(permissions)
     key = package.package_id
     with transaction.atomic():

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from catalogue.manifest.types import LoadResult
     from catalogue.models import Package
 
 
@@ -25,9 +26,10 @@ class CalloutMissing(RuntimeError):
 
 
 class ApprovalRequestSync(Protocol):
-    """Record what a synced community package asks for (in the sync's transaction)."""
+    """Record what a synced community package asks for (in the sync's transaction), from the
+    loader's verdict the row was indexed from (None: the sync did not load it)."""
 
-    def __call__(self, *, package: Package) -> None: ...
+    def __call__(self, *, package: Package, loaded: LoadResult | None = None) -> None: ...
 
 
 class ApprovalSeenHashes(Protocol):

@@ -135,7 +135,7 @@ def approval_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     seen: dict[str, str] = {}  # what approvals would have recorded: the hash it was shown
 
-    def request(package: Any) -> None:
+    def request(package: Any, loaded: Any = None) -> None:
         calls.append(package.package_id)
         seen[package.package_id] = package.content_hash
 
