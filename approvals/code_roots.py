@@ -16,8 +16,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from approvals.selectors import approval_in_force, approval_standing
-from approvals.services import approval_request_sync, package_permission_set
+from approvals.selectors import approval_in_force, approval_standing, package_permission_set
+from approvals.services import approval_request_sync
 from approvals.store import (
     CodeCopyFailed,
     CodeNotRunnable,

@@ -26,7 +26,7 @@ from urllib.parse import urljoin, urlsplit
 
 from django.conf import settings
 
-from approvals.permissions import HTTP_METHODS, grant_covers, normalise_origin
+from approvals.permissions import HTTP_METHODS, grant_covers, http_grants, normalise_origin
 from core.addresses import is_public_address
 
 MAX_REDIRECTS = 5
@@ -106,14 +106,15 @@ def package_http_grants(
     Raises HttpRefused when the package or runtime is unknown, or the package is not usable.
     """
     from approvals.selectors import package_usability
-    from approvals.services import package_permission_set
-    from catalogue.models import Package
+    from catalogue.models import Package, Runtime
 
     row = Package.objects.filter(package_id=package).first()
     if row is None:
         raise HttpRefused(f"covel.http refused: package {package} is not installed")
     if row.trust == Package.Trust.BUNDLED:
-        permissions = package_permission_set(package=row)
+        # Trusted code needs no approval: what it declares, as the sync indexed it.
+        runtimes = Runtime.objects.filter(package=row).values_list("qualified_id", "data")
+        permissions = {"http": http_grants(manifest=row.manifest or {}, runtimes=runtimes)}
     else:
         from approvals.models import PermissionScope
         from approvals.selectors import approval_in_force

@@ -8,7 +8,8 @@ A permission set is plain JSON:
 
 code lists every server-code file with the hash of its bytes (sorted by path); http lists every
 grant (runtime None = package level, for the entry module and every runtime). This module does no
-database work, so the sync, the selectors and the HTTP client share it.
+database work, so the sync, the selectors and the HTTP client share it, and it reads no package
+file the loader read: the set is a function of a LoadResult (permission_set_of).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from catalogue.manifest.package_files import FileRefused, file_sha256, package_inventory, read_bytes
+from catalogue.manifest.package_files import FileRefused, file_sha256
+from catalogue.manifest.types import LoadResult, thaw
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 DEFAULT_METHODS = ["GET"]
@@ -32,7 +34,6 @@ CODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".wasm", ".node")
 # They are not copied into the approved store, so no code can import them either.
 HUB_ONLY_SUFFIXES = (".md",)
 HUB_ONLY_DIRS = ("locales/",)
-MANIFEST_LIMIT = 1024 * 1024
 
 PermissionSet = dict[str, list[dict[str, Any]]]
 
@@ -110,42 +111,20 @@ def _merge_grants(grants: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [merged[key] for key in sorted(merged)]
 
 
-def read_frontmatter(path: Path) -> dict[str, Any]:
-    """The YAML frontmatter of a PLUGIN.md/RUNTIME.md file ({} when absent or unreadable)."""
-    from ruamel.yaml import YAML
-
-    try:
-        # A FIFO or device named RUNTIME.md must not block the sync: regular files only, capped.
-        text = read_bytes(path, limit=MANIFEST_LIMIT).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return {}
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        return {}
-    for index, line in enumerate(lines[1:], start=1):
-        if line.strip() in ("---", "..."):
-            try:
-                data = YAML(typ="safe", pure=True).load("\n".join(lines[1:index]))
-            except Exception:  # a broken file is the loader's finding, not ours
-                return {}
-            return data if isinstance(data, dict) else {}
-    return {}
-
-
 def _package_relative(root: Path, base: Path, written: str) -> str:
     """A module path as written in a manifest, made relative to the package root."""
     text = str(written).strip()
     candidate = os.path.normpath(os.path.join(base, text))
     from_root = os.path.normpath(os.path.join(root, text))
-    # The loader may already have rewritten paths relative to the root; accept either spelling.
+    # The loader's normalised paths are relative to the root, a raw RUNTIME.md's to its folder.
     if not os.path.exists(candidate) and os.path.exists(from_root):
         candidate = from_root
     return PurePosixPath(Path(os.path.relpath(candidate, root)).as_posix()).as_posix()
 
 
 def _file_hash(root: Path, relative: str) -> str | None:
+    """A named file the loader's inventory does not hold (missing, outside the package, or in a
+    folder the inventory skips such as node_modules/): hashed here, if at all."""
     path = (root / relative).resolve()
     try:
         path.relative_to(root.resolve())
@@ -162,35 +141,67 @@ def is_hub_only(relative: str) -> bool:
     return relative.lower().endswith(HUB_ONLY_SUFFIXES) or relative.startswith(HUB_ONLY_DIRS)
 
 
+def http_grants(
+    *, manifest: Mapping[str, Any], runtimes: Iterable[tuple[str, Mapping[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The http part of a permission set from the package's manifest and its runtimes
+    ((qualified id, runtime object)), as the catalogue indexed them."""
+    grants = _grants((manifest.get("permissions") or {}).get("http"), None)
+    for runtime_id, runtime in runtimes:
+        grants.extend(_grants((runtime.get("permissions") or {}).get("http"), runtime_id))
+    return _merge_grants(grants)
+
+
 def _runtime_specs(
-    package_id: str, root: Path, manifest: Mapping[str, Any]
+    result: LoadResult, package_id: str, root: Path, manifest: Mapping[str, Any]
 ) -> list[tuple[str, Path, Mapping[str, Any]]]:
-    """(qualified runtime id, folder its paths are relative to, runtime object) for every runtime."""
+    """(qualified runtime id, folder its paths are relative to, runtime object) for every runtime,
+    as the loader read them: normalised (paths package-relative) for a valid package, as written
+    for an invalid one."""
+    if result.ok and result.manifest is not None:
+        return [(rt.qualified_id, root, thaw(rt.data)) for rt in result.manifest.runtimes]
     specs: list[tuple[str, Path, Mapping[str, Any]]] = []
     inline = manifest.get("runtime")
     if isinstance(inline, Mapping):
         specs.append((package_id, root, inline))
-    runtimes_dir = root / "runtimes"
-    if runtimes_dir.is_dir():
-        # A linked runtime folder is not followed (the loader refuses links out of the package).
-        for folder in sorted(
-            p for p in runtimes_dir.iterdir() if p.is_dir() and not p.is_symlink()
-        ):
-            data = read_frontmatter(folder / "RUNTIME.md")
-            if (folder / "RUNTIME.md").is_file():
-                specs.append((f"{package_id}/{folder.name}", folder, data))
+    for name, data in result.raw_runtimes:
+        specs.append((f"{package_id}/{name}", root / "runtimes" / name, thaw(data)))
     return specs
 
 
-def compute_permission_set(
-    *, package_id: str, source_dir: str, manifest: Mapping[str, Any]
-) -> PermissionSet:
-    """Everything the package asks for: its server-code files (hashed) and its HTTP grants.
+def permission_set_of(result: LoadResult, *, package_id: str | None = None) -> PermissionSet:
+    """Everything a loaded package asks for: its server-code files (hashed) and its HTTP grants.
 
-    Reads PLUGIN.md's normalised manifest as stored by the catalogue, each runtimes/<id>/RUNTIME.md
-    frontmatter from disk, and the bytes of every code file.
+    Built from what the loader read and nothing else: the manifest (normalised when valid, the
+    raw frontmatter otherwise), its runtimes, and the hashes of the package's files from the
+    loader's one read of their bytes (LoadResult.files). package_id: the id the catalogue keys
+    the package by (an invalid package's written id may not be one).
     """
+    package_id = package_id or result.package_id
+    ok = result.ok and result.manifest is not None
+    manifest = thaw(result.manifest.data) if ok else thaw(result.raw or {})
+    return compute_permission_set(
+        package_id=package_id,
+        source_dir=result.path,
+        manifest=manifest,
+        runtimes=_runtime_specs(result, package_id, Path(result.path), manifest),
+        files=result.files,
+    )
+
+
+def compute_permission_set(
+    *,
+    package_id: str,
+    source_dir: str,
+    manifest: Mapping[str, Any],
+    runtimes: Iterable[tuple[str, Path, Mapping[str, Any]]],
+    files: Iterable[tuple[str, str | None]],
+) -> PermissionSet:
+    """The permission set from a manifest, its runtimes ((qualified id, folder, runtime object))
+    and the package's files ((path, sha256) as the loader's inventory lists and hashes them).
+    No file is read, except one the manifest names that the inventory does not hold."""
     root = Path(source_dir)
+    hashes = dict(files)
     roles: dict[str, list[str]] = {}
 
     def add(relative: str, role: str) -> None:
@@ -204,8 +215,8 @@ def compute_permission_set(
     if isinstance(entry, str) and entry.strip():
         add(_package_relative(root, root, entry), "entry module")
 
-    grants = _grants((manifest.get("permissions") or {}).get("http"), None)
-    for runtime_id, base, runtime in _runtime_specs(package_id, root, manifest):
+    runtimes = list(runtimes)
+    for runtime_id, base, runtime in runtimes:
         function = runtime.get("function")
         if isinstance(function, Mapping) or function is True or function == {}:
             handler = function.get("handler") if isinstance(function, Mapping) else None
@@ -219,7 +230,6 @@ def compute_permission_set(
         guard = runtime.get("guard")
         if isinstance(guard, str) and guard.strip():
             add(_package_relative(root, base, guard), f"guard of runtime {runtime_id}")
-        grants.extend(_grants((runtime.get("permissions") or {}).get("http"), runtime_id))
 
     projections = (manifest.get("contributes") or {}).get("worldProjections") or {}
     if isinstance(projections, Mapping):
@@ -231,24 +241,28 @@ def compute_permission_set(
                 )
 
     # Every other file the host could import is part of the approved set too: any extension,
-    # any folder (tests/ included), everything but the hub-only text. Read through the same
-    # inventory as sync: special files and links out of the package are never opened.
-    files = package_inventory(root).files if root.is_dir() else []
-    runs_code = bool(roles) or any(f.relative.endswith(CODE_SUFFIXES) for f in files)
+    # any folder (tests/ included), everything but the hub-only text. The loader's inventory:
+    # special files and links out of the package are never opened.
+    runs_code = bool(roles) or any(path.endswith(CODE_SUFFIXES) for path in hashes)
     if runs_code:
-        for item in files:
-            if item.relative not in roles and not is_hub_only(item.relative):
-                top = item.relative.split("/", 1)[0]
-                if item.relative.endswith(CODE_SUFFIXES):
-                    add(item.relative, "tool module" if top == "tools" else "module")
+        for relative in hashes:
+            if relative not in roles and not is_hub_only(relative):
+                top = relative.split("/", 1)[0]
+                if relative.endswith(CODE_SUFFIXES):
+                    add(relative, "tool module" if top == "tools" else "module")
                 else:
-                    add(item.relative, "file the code can import")
+                    add(relative, "file the code can import")
 
     code = [
-        {"path": path, "sha256": _file_hash(root, path), "roles": roles[path]}
+        {
+            "path": path,
+            "sha256": hashes[path] if path in hashes else _file_hash(root, path),
+            "roles": roles[path],
+        }
         for path in sorted(roles)
     ]
-    return {"code": code, "http": _merge_grants(grants)}
+    grants = http_grants(manifest=manifest, runtimes=((r, data) for r, _, data in runtimes))
+    return {"code": code, "http": grants}
 
 
 def grant_covers(

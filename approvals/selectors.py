@@ -6,11 +6,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
-from approvals.permissions import compute_permission_set, describe, diff, is_empty
+from approvals.permissions import describe, diff, is_empty, permission_set_of
 from approvals.store import snapshot_hash, version_snapshot_dir
+from catalogue.manifest.loader import load_package
+from catalogue.manifest.types import LoadResult
 from catalogue.models import Package
 from core.memo import per_scope
 
@@ -22,6 +25,14 @@ class Usability:
     usable: bool
     reason: str  # one sentence a person can act on; "" when usable
     state: str  # bundled | not-required | approved | pending | denied | revoked | unreviewed | missing | error
+
+
+def package_permission_set(*, package: Package, loaded: LoadResult | None = None) -> dict[str, Any]:
+    """The permission set of a package row: from what the sync's loader read (loaded), else
+    from its folder as it is on disk now, read once by the loader."""
+    if loaded is None:
+        loaded = load_package(package.source_dir, host_version=settings.COVEL_HOST_VERSION)
+    return permission_set_of(loaded, package_id=package.package_id)
 
 
 def package_usability(
@@ -202,11 +213,7 @@ def _usability(
         return Usability(True, "", "bundled")
     if scope is None or scope.content_hash != package.content_hash:
         # Not synced through approvals yet: decide from the files, never in the package's favour.
-        permissions = compute_permission_set(
-            package_id=package.package_id,
-            source_dir=package.source_dir,
-            manifest=package.manifest or {},
-        )
+        permissions = package_permission_set(package=package)
         if is_empty(permissions):
             return Usability(True, "", "not-required")
         return Usability(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
@@ -9,10 +10,15 @@ from django.db.models.signals import post_save
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest, JournalEntry, PermissionScope
-from approvals.permissions import compute_permission_set, is_empty, is_within, permission_hash
-from approvals.selectors import approval_in_force, approval_standing_latest
+from approvals.permissions import is_empty, is_within, permission_hash
+from approvals.selectors import (
+    approval_in_force,
+    approval_standing_latest,
+    package_permission_set,
+)
 from approvals.store import keep_approved_version
 from catalogue import callouts
+from catalogue.manifest.types import LoadResult
 from catalogue.models import Package
 from core.errors import ApiError
 
@@ -56,15 +62,6 @@ class Decision:
     DENY = "deny"
     REVOKE = "revoke"
     ALL = (ALLOW, DENY, REVOKE)
-
-
-def package_permission_set(*, package: Package) -> dict[str, Any]:
-    """The permission set of a package row as it is on disk now."""
-    return compute_permission_set(
-        package_id=package.package_id,
-        source_dir=package.source_dir,
-        manifest=package.manifest or {},
-    )
 
 
 def _journal(
@@ -119,18 +116,20 @@ def approval_requests_withdraw_gone(*, package_keys: list[str] | None = None) ->
     return closed
 
 
-def approval_request_sync(*, package: Package) -> None:
+def approval_request_sync(*, package: Package, loaded: LoadResult | None = None) -> None:
     """Record what a community package asks for after the catalogue saved it.
 
     No request when it asks for nothing; an approved request ("carried over") when the set is the
     same as or narrower than the last approval; otherwise a pending request that keeps the last
     approved set for the side-by-side diff. Calling it again for an unchanged package is a no-op.
+    loaded: the loader's verdict the row was indexed from (the sync has it); without it the
+    folder is loaded again.
     """
     if package.trust != Package.Trust.COMMUNITY:
         # Bundled code is trusted; a package that moved into the bundled folder keeps its history.
         PermissionScope.objects.filter(package_key=package.package_id).delete()
         return
-    permissions = package_permission_set(package=package)
+    permissions = package_permission_set(package=package, loaded=loaded)
     digest = permission_hash(permissions)
     key = package.package_id
     with transaction.atomic():
@@ -209,12 +208,16 @@ def approval_request_sync(*, package: Package) -> None:
         keep_approved_version(request, source_dir=package.source_dir)
 
 
-def approval_requests_sync(*, packages: list[Package]) -> None:
+def approval_requests_sync(
+    *, packages: list[Package], loaded: Mapping[str, LoadResult] | None = None
+) -> None:
     """approval_request_sync for many packages the catalogue just saved (a first sync's batch),
     in a fixed number of queries for the packages approvals has never seen: no scope, no
     request, so nothing to carry over or supersede (a pending request, or none when the package
     asks for nothing). Any package approvals knows goes through approval_request_sync itself.
-    Runs in the caller's transaction, as the single call does."""
+    Runs in the caller's transaction, as the single call does. loaded: package id -> the
+    loader's verdict each row was indexed from, as approval_request_sync takes it."""
+    loaded = loaded or {}
     by_key = {p.package_id: p for p in packages if p.trust == Package.Trust.COMMUNITY}
     keys = list(by_key)
     with transaction.atomic():
@@ -231,9 +234,11 @@ def approval_requests_sync(*, packages: list[Package]) -> None:
         fresh: list[tuple[Package, dict[str, Any], str]] = []
         for package in packages:
             if package.trust != Package.Trust.COMMUNITY or package.package_id in known:
-                approval_request_sync(package=package)
+                approval_request_sync(package=package, loaded=loaded.get(package.package_id))
             else:
-                permissions = package_permission_set(package=package)
+                permissions = package_permission_set(
+                    package=package, loaded=loaded.get(package.package_id)
+                )
                 fresh.append((package, permissions, permission_hash(permissions)))
         asking = [item for item in fresh if not is_empty(item[1])]
         requests = ApprovalRequest.objects.bulk_create(

@@ -12,11 +12,12 @@ slot's name to the one `register` line in that app's apps.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from catalogue.manifest.types import LoadResult
     from catalogue.models import Package
 
 
@@ -25,15 +26,19 @@ class CalloutMissing(RuntimeError):
 
 
 class ApprovalRequestSync(Protocol):
-    """Record what a synced community package asks for (in the sync's transaction)."""
+    """Record what a synced community package asks for (in the sync's transaction), from the
+    loader's verdict the row was indexed from (None: the sync did not load it)."""
 
-    def __call__(self, *, package: Package) -> None: ...
+    def __call__(self, *, package: Package, loaded: LoadResult | None = None) -> None: ...
 
 
 class ApprovalRequestsSync(Protocol):
-    """The same for many new community packages at once (a first sync's batch, one transaction)."""
+    """The same for many new community packages at once (a first sync's batch, one transaction);
+    loaded: package id -> the loader's verdict each row was indexed from."""
 
-    def __call__(self, *, packages: list[Package]) -> None: ...
+    def __call__(
+        self, *, packages: list[Package], loaded: Mapping[str, LoadResult] | None = None
+    ) -> None: ...
 
 
 class ApprovalSeenHashes(Protocol):

@@ -105,6 +105,11 @@ class Package(models.Model):
     # {locale: {displayName, description, body}} from PLUGIN.<locale>.md and locales/*.yaml
     # (catalogue/locales.py): the catalogue shows them to people who read that language.
     translations = models.JSONField(default=dict, blank=True)
+    # --- Added by 0012 ---
+    # README.md as the loader read it (catalogue/manifest/loader.py, read_readme), rendered by
+    # the detail page: the page reads no package file. "" when there is none; NULL only on rows
+    # indexed before 0012: the next sync re-indexes them (docs/catalogue.md, "Sync").
+    readme = models.TextField(null=True, blank=True)
 
     objects = PackageQuerySet.as_manager()
 

@@ -15,8 +15,6 @@ from urllib.parse import quote, unquote, urlsplit
 import nh3
 from markdown_it import MarkdownIt
 
-README_NAME = "README.md"
-README_MAX_BYTES = 256 * 1024
 # What /packages/<id>/files/ serves, by suffix: images and plain text only, never HTML or JS.
 SERVED_TYPES = {
     ".png": "image/png",
@@ -131,13 +129,10 @@ def markdown_html(text: str, *, package_id: str, package_dir: Path) -> str:
     )
 
 
-def package_readme_html(*, package_id: str, package_dir: Path) -> str:
-    """The package's README.md as safe HTML, or "" when it has none (or it is unreadable)."""
-    path = package_file(package_dir=package_dir, relative=README_NAME)
-    if path is None or path.stat().st_size > README_MAX_BYTES:
-        return ""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+def package_readme_html(*, package_id: str, package_dir: Path, text: str | None) -> str:
+    """The package's README.md (as the loader read it at sync, Package.readme) as safe HTML, or
+    "" when it has none. Rendered here, not at sync: its links and images resolve against the
+    files the folder holds when the page is shown (a stat each, no read)."""
+    if not text:
         return ""
     return markdown_html(text, package_id=package_id, package_dir=package_dir)

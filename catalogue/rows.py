@@ -1,21 +1,22 @@
 """A loader verdict as the rows the catalogue index writes (catalogue.services.package_index).
 
-An invalid package still gets its card from the raw frontmatter, which may hold any types, so
-every value is read defensively here, and cut to its column's length.
+A valid package's rows come straight from its Manifest: the loader checked and normalised it,
+so nothing is checked again here. An invalid package gets only its card, from the raw
+frontmatter, which may hold any types: only that path reads values defensively.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, time
 from pathlib import Path
 from typing import Any
 
 from catalogue.manifest.rules import is_package_id
-from catalogue.manifest.types import LoadResult, thaw
+from catalogue.manifest.types import LoadResult, Manifest, RuntimeManifest, thaw
 from catalogue.models import (
     Action,
     ActionKind,
@@ -31,8 +32,7 @@ from catalogue.models import (
 )
 from catalogue.text import prompt_summary
 
-# --- Reading manifest values defensively ----------------------------------------------------
-# An invalid package still gets its card from the raw frontmatter, which may hold any types.
+# --- Reading an invalid package's raw frontmatter defensively -------------------------------
 
 
 def no_nul(text: str) -> str:
@@ -55,16 +55,6 @@ def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
 def json_safe(value: Any) -> Any:
     """Plain JSON: YAML may give dates, .inf/.nan and non-string keys that JSON columns refuse."""
     if isinstance(value, Mapping):
@@ -80,12 +70,6 @@ def json_safe(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return str(value)
-
-
-def _https(value: Any) -> str:
-    """Only https addresses become links; anything else is dropped (the spec allows no other)."""
-    text = _str(value, 2000).strip()
-    return text if re.match(r"^https://[^\s]+$", text, re.IGNORECASE) else ""
 
 
 def package_id_of(result: LoadResult) -> str:
@@ -119,123 +103,52 @@ class Rows:
     )  # runtime, origin, methods
 
 
-def _http_entries(value: Any) -> Iterator[tuple[str, list[str]]]:
-    for item in _list(_dict(value).get("http")):
-        item = _dict(item)
-        origin = _str(item.get("origin"), 500)
-        if origin:
-            yield origin, [m for m in _list(item.get("methods")) if isinstance(m, str)]
-
-
-def _runtime_row(runtime_id: str, qualified_id: str, file: str, prompt: str, data: dict) -> dict:
-    schedule = _dict(data.get("schedule"))
-    trigger = _dict(schedule.get("trigger"))
-    detached_value = schedule.get("detached", False)
-    detached_opts = detached_value if isinstance(detached_value, dict) else {}
-    detached = detached_value is True or isinstance(detached_value, dict)
-    is_function = "function" in data
-    model = (
-        _dict(data.get("function")).get("model")
-        if is_function
-        else _dict(data.get("agent")).get("model")
-    )
-    io = _dict(data.get("io"))
-    visibility = _str(io.get("visibility")) or "system"
-    if not model and not is_function:
+def _runtime_row(runtime: RuntimeManifest) -> dict:
+    data = thaw(runtime.data)
+    schedule = data.get("schedule", {})
+    detached = runtime.detached
+    if runtime.is_function:
+        model = data["function"].get("model")
+    else:
         # The spec's default slot: story for the story runtime, plugin for every other agent.
-        model = "story" if visibility == "story" else "plugin"
-    settle = bool(detached_opts.get("settle", False))
+        model = data.get("agent", {}).get("model") or (
+            "story" if runtime.visibility == "story" else "plugin"
+        )
+    io = data.get("io", {})
+    options = detached or {}
     return {
-        "runtime_id": runtime_id[:200],
-        "qualified_id": qualified_id[:300],
-        "file": file[:500],
-        "description": _str(data.get("description")),
-        "kind": "function" if is_function else "agent",
-        "stage": _str(schedule.get("stage"), 20),
-        "trigger": _str(trigger.get("type"), 20) or "auto",
-        "trigger_topic": _str(trigger.get("topic"), 200),
-        "model_slot": _str(model, 100),
-        "visibility": visibility[:20],
-        "output_contract": _str(_dict(io.get("output")).get("contract"), 200),
+        "runtime_id": runtime.id[:200],
+        "qualified_id": runtime.qualified_id[:300],
+        "file": runtime.file[:500],
+        "description": data.get("description", ""),
+        "kind": runtime.kind,
+        "stage": (runtime.stage or "")[:20],
+        "trigger": runtime.trigger[:20],
+        "trigger_topic": schedule.get("trigger", {}).get("topic", "")[:200],
+        "model_slot": (model or "")[:100],
+        "visibility": runtime.visibility[:20],
+        "output_contract": io.get("output", {}).get("contract", "")[:200],
         "background": schedule.get("background") is True,
         "subagent_only": schedule.get("subagentOnly") is True,
-        "detached": detached,
-        "settle": settle,
-        "max_settle_wait_ms": _int(detached_opts.get("maxSettleWaitMs")),
-        "max_queue_ms": _int(detached_opts.get("maxQueueMs")),
-        "max_execution_ms": _int(detached_opts.get("maxExecutionMs")),
-        "prompt": no_nul(prompt or ""),
+        "detached": detached is not None,
+        "settle": bool(options.get("settle", False)),
+        "max_settle_wait_ms": options.get("maxSettleWaitMs"),
+        "max_queue_ms": options.get("maxQueueMs"),
+        "max_execution_ms": options.get("maxExecutionMs"),
+        "prompt": no_nul(runtime.prompt),  # Markdown, not YAML: the loader lets NUL through
         "data": data,
     }
 
 
-def rows_from(result: LoadResult) -> Rows:
-    manifest = result.manifest
-    ok = result.ok and manifest is not None
-    data: dict = json_safe(
-        thaw(manifest.data) if ok else _dict(thaw(result.raw) if result.raw else {})
-    )
-    author = _dict(data.get("author"))
-    package_id = package_id_of(result)
-    display_name = _str(data.get("displayName"), 300) or package_id
-    inline = _dict(data.get("runtime"))
-    # The card summarises the inline runtime's prompt; a concealed runtime's prompt stays hidden.
-    body = manifest.body if ok and inline and not _dict(inline.get("io")).get("concealed") else ""
-    # Without an inline runtime the PLUGIN.md body is nobody's prompt, and no other row keeps it.
-    owned = ok and any(r.file == "PLUGIN.md" for r in manifest.runtimes)
-    notes = manifest.body if ok and not owned else ""
-    rows = Rows(
-        fields={
-            "package_id": package_id,
-            "kind": _str(data.get("kind"), 20) or "plugin",
-            "version": _str(data.get("version"), 100) or "0.0.0",
-            "display_name": display_name,
-            "description": _str(data.get("description")),
-            "manifest": data,
-            "errors": json_safe([i.as_dict() for i in result.errors]),
-            "warnings": json_safe([i.as_dict() for i in result.warnings]),
-            "state": Package.State.LOADED if ok else Package.State.ERROR,
-            "author_name": _str(author.get("name"), 300),
-            "author_url": _https(author.get("url")),
-            "author_about": _str(author.get("about")),
-            "license": _str(data.get("license"), 200),
-            "homepage": _https(data.get("homepage")),
-            "covel_range": _str(data.get("covel"), 200),
-            "entry": _str(data.get("entry"), 500),
-            "prompt_summary": prompt_summary(no_nul(body)),
-            "body": no_nul(notes),
-        }
-    )
+def _https(value: Any) -> str:
+    """Only https addresses become links (an href is where a javascript: address would run, so
+    the sink checks it too); anything else is dropped."""
+    text = _str(value, 2000).strip()
+    return text if re.match(r"^https://[^\s]+$", text, re.IGNORECASE) else ""
 
-    seen_tags: set[str] = set()
-    for tag in _list(data.get("tags")):
-        tag = tag[:200] if isinstance(tag, str) else ""
-        if not tag or tag in seen_tags:
-            continue
-        if not ok and tag.startswith(("ui:", "cost:")):
-            continue  # written ui:*/cost:* tags are ignored; only the loader derives them
-        seen_tags.add(tag)
-        # The loader replaces every written ui:*/cost:* tag by the ones it derives.
-        rows.tags.append((tag, ok and tag.startswith(("ui:", "cost:"))))
 
-    seen_contracts: set[tuple[str, str]] = set()
-
-    def add_contract(contract: Any, relation: str, default: bool = False) -> None:
-        contract = contract[:200] if isinstance(contract, str) else ""
-        if contract and (contract, relation) not in seen_contracts:
-            seen_contracts.add((contract, relation))
-            rows.contracts.append((contract, relation, default))
-
-    for item in _list(data.get("provides")):
-        if isinstance(item, dict):
-            add_contract(item.get("contract"), "provides", item.get("default") is True)
-        else:
-            add_contract(item, "provides")
-    for item in _list(data.get("requires")):
-        add_contract(item, "requires")
-    for item in _list(data.get("conflicts")):
-        add_contract(item, "conflicts")
-
+def _card(rows: Rows, data: Mapping[str, Any], author: Mapping[str, Any]) -> None:
+    """The links and the search words every card has, valid package or not."""
     if rows.fields["homepage"]:
         rows.links.append(("homepage", "Homepage", rows.fields["homepage"]))
     if rows.fields["author_url"]:
@@ -248,159 +161,8 @@ def rows_from(result: LoadResult) -> Rows:
         if url:
             rows.links.append(("author-link", _str(link.get("label"), 300) or url, url))
 
-    if ok:
-        for runtime in manifest.runtimes:
-            rows.runtimes.append(
-                _runtime_row(
-                    runtime.id,
-                    runtime.qualified_id,
-                    runtime.file,
-                    runtime.prompt,
-                    json_safe(thaw(runtime.data)),
-                )
-            )
-    elif isinstance(data.get("runtime"), dict):
-        rows.runtimes.append(_runtime_row(package_id, package_id, "PLUGIN.md", "", data["runtime"]))
-    for runtime in rows.runtimes:
-        add_contract(runtime["output_contract"] or None, "provides")
-        for origin, methods in _http_entries(_dict(runtime["data"]).get("permissions")):
-            rows.http.append((runtime["runtime_id"], origin, methods))
-    for origin, methods in _http_entries(data.get("permissions")):
-        rows.http.append((None, origin, methods))
 
-    contributes = _dict(data.get("contributes"))
-    simple = rows.simple
-    simple[Tool] = [{"name": _str(n, 200)} for n in _list(contributes.get("tools")) if _str(n)]
-    simple[Action] = [{"name": _str(n, 200)} for n in _list(contributes.get("actions")) if _str(n)]
-    simple[ActionKind] = []
-    for item in map(_dict, _list(contributes.get("actionKinds"))):
-        display = _dict(item.get("display"))
-        simple[ActionKind].append(
-            {
-                "name": _str(item.get("name"), 200),
-                "label": _str(display.get("label"), 300),
-                "icon": _str(display.get("icon"), 100),
-                "placeholder": _str(display.get("placeholder"), 500),
-                "roles": _list(item.get("roles")) or ["player"],
-                "text": _str(item.get("text"), 20) or "optional",
-                "actor": item.get("actor") is not False,
-                "schema": _str(item.get("schema"), 500),
-            }
-        )
-    simple[Service] = []
-    for item in _list(contributes.get("services")):
-        item = {"contract": item} if isinstance(item, str) else _dict(item)
-        simple[Service].append(
-            {
-                "contract": _str(item.get("contract"), 200),
-                "access": _str(item.get("access"), 10) or "read",
-                "model_facing": item.get("modelFacing") is True,
-            }
-        )
-    simple[Extension] = []
-    for item in _list(contributes.get("extensions")):
-        if isinstance(item, str):
-            point, _, ext_id = item.rpartition("/")
-            item = {"point": point, "id": ext_id}
-        item = _dict(item)
-        simple[Extension].append(
-            {
-                "point": _str(item.get("point"), 200),
-                "extension_id": _str(item.get("id"), 200),
-                "order": item.get("order") if isinstance(item.get("order"), int) else 0,
-                "slot": _str(item.get("slot"), 200),
-                "watch": _list(item.get("watch")),
-                "preview": _list(item.get("preview")),
-            }
-        )
-    simple[Hook] = []
-    for item in _list(contributes.get("hooks")):
-        item = {"event": item} if isinstance(item, str) else _dict(item)
-        simple[Hook].append(
-            {
-                "event": _str(item.get("event"), 40),
-                "enforce": _str(item.get("enforce"), 10) or "normal",
-            }
-        )
-    simple[Event] = [
-        {
-            "topic": _str(item.get("topic"), 200),
-            "schema": _str(item.get("schema"), 500),
-            "description": _str(item.get("description")),
-            "advertise": item.get("advertise") is not False,
-        }
-        for item in map(_dict, _list(contributes.get("events")))
-    ]
-    simple[Dataset] = [
-        {
-            "name": _str(name, 200),
-            "schema": _str(item.get("schema"), 500),
-            "key": _str(item.get("key"), 200),
-            "ops": _list(item.get("ops")),
-            "tools": _list(item.get("tools")),
-            "description": _str(item.get("description")),
-        }
-        for name, item in ((n, _dict(v)) for n, v in _dict(contributes.get("datasets")).items())
-    ]
-    simple[DataNamespace] = [
-        {
-            "namespace": _str(name, 200),
-            "schema": _str(item.get("schema"), 500),
-            "description": _str(item.get("description")),
-            "version": _int(item.get("version")) or 1,
-            "accepts": _list(item.get("accepts")),
-            "authoring": item.get("authoring") if isinstance(item.get("authoring"), dict) else None,
-            "search_field": _str(_dict(item.get("search")).get("text"), 200),
-        }
-        for name, item in ((n, _dict(v)) for n, v in _dict(contributes.get("data")).items())
-    ]
-    ui = _dict(contributes.get("ui"))
-    simple[UISpec] = [
-        {"placement": placement, "path": _str(path, 500)}
-        for placement in ("view", "right", "message", "segment")
-        for path in _list(ui.get(placement))
-        if _str(path)
-    ]
-
-    for item in map(_dict, _list(contributes.get("commands"))):
-        command = {
-            "name": _str(item.get("name"), 200),
-            "description": _str(item.get("description")),
-            "action": _str(item.get("action"), 200),
-            "aliases": [a for a in _list(item.get("aliases")) if isinstance(a, str)],
-            "context": [c for c in _list(item.get("context")) if isinstance(c, str)],
-        }
-        arguments = [
-            {
-                "name": _str(arg.get("name"), 200),
-                "type": _str(arg.get("type"), 20) or "string",
-                "description": _str(arg.get("description")),
-                "required": arg.get("required") is True,
-                "variadic": arg.get("variadic") is True,
-                "choices": [c for c in _list(arg.get("choices")) if isinstance(c, str)],
-            }
-            for arg in map(_dict, _list(item.get("arguments")))
-        ]
-        rows.commands.append((command, arguments))
-
-    for item in map(_dict, _list(contributes.get("settings"))):
-        setting = {
-            "key": _str(item.get("key"), 200),
-            "type": _str(item.get("type"), 20),
-            "label": _str(item.get("label"), 300),
-            "description": _str(item.get("description")),
-            "default": item.get("default"),
-            "has_default": "default" in item,
-            "min": _float(item.get("min")),
-            "max": _float(item.get("max")),
-            "step": _float(item.get("step")),
-        }
-        options = [
-            {"value": _str(o.get("value"), 300), "label": _str(o.get("label"), 300)}
-            for o in map(_dict, _list(item.get("options")))
-        ]
-        rows.settings.append((setting, options))
-
+def _finish(rows: Rows, package_id: str, display_name: str) -> Rows:
     words = [
         package_id,
         display_name,
@@ -408,9 +170,275 @@ def rows_from(result: LoadResult) -> Rows:
         rows.fields["author_name"],
         *(t for t, _ in rows.tags),
         *(c for c, _, _ in rows.contracts),
-        *(t["name"] for t in simple[Tool]),
+        *(t["name"] for t in rows.simple.get(Tool, [])),
         *(c["name"] for c, _ in rows.commands),
     ]
     rows.fields["search_text"] = " ".join(w for w in words if w).casefold()
     rows.fields["name_key"] = display_name.casefold()[:300]
     return rows
+
+
+def rows_from(result: LoadResult) -> Rows:
+    """The rows of one loader verdict: a valid package's from its Manifest, an invalid one's card
+    from its raw frontmatter."""
+    if result.ok and result.manifest is not None:
+        return _rows_from_manifest(result, result.manifest)
+    return _card_from_raw(result)
+
+
+def _card_from_raw(result: LoadResult) -> Rows:
+    """An invalid package's card (docs/catalogue.md): name, description, author, links, written
+    tags but ui:*/cost:*, contracts. Its frontmatter failed the loader's checks, so every value
+    may be of any type (or hold NUL, .inf, dates when the result was built by other code): each
+    is read defensively and made JSON-safe. Nothing else of it is indexed; it cannot be used."""
+    data: dict = json_safe(_dict(thaw(result.raw) if result.raw else {}))
+    author = _dict(data.get("author"))
+    package_id = package_id_of(result)
+    display_name = _str(data.get("displayName"), 300) or package_id
+    rows = Rows(
+        fields={
+            "package_id": package_id,
+            "kind": _str(data.get("kind"), 20) or "plugin",
+            "version": _str(data.get("version"), 100) or "0.0.0",
+            "display_name": display_name,
+            "description": _str(data.get("description")),
+            "manifest": data,
+            "errors": json_safe([i.as_dict() for i in result.errors]),
+            "warnings": json_safe([i.as_dict() for i in result.warnings]),
+            "state": Package.State.ERROR,
+            "author_name": _str(author.get("name"), 300),
+            "author_url": _https(author.get("url")),
+            "author_about": _str(author.get("about")),
+            "license": _str(data.get("license"), 200),
+            "homepage": _https(data.get("homepage")),
+            "covel_range": _str(data.get("covel"), 200),
+            "entry": _str(data.get("entry"), 500),
+            "prompt_summary": "",
+            "body": "",
+            "readme": no_nul(result.readme),
+        }
+    )
+    for tag in dict.fromkeys(t[:200] for t in _list(data.get("tags")) if isinstance(t, str)):
+        if tag and not tag.startswith(("ui:", "cost:")):  # only the loader derives those
+            rows.tags.append((tag, False))
+    seen: set[tuple[str, str]] = set()
+    for relation in ("provides", "requires", "conflicts"):
+        for item in _list(data.get(relation)):
+            default = relation == "provides" and _dict(item).get("default") is True
+            contract = _dict(item).get("contract") if isinstance(item, dict) else item
+            contract = contract[:200] if isinstance(contract, str) else ""
+            if contract and (contract, relation) not in seen:
+                seen.add((contract, relation))
+                rows.contracts.append((contract, relation, default))
+    _card(rows, data, author)
+    return _finish(rows, package_id, display_name)
+
+
+def _rows_from_manifest(result: LoadResult, manifest: Manifest) -> Rows:
+    """A valid package's rows, read straight from the loader's Manifest: its types, its defaults
+    and its NUL-free, finite, date-less values are the loader's to guarantee (frontmatter.py,
+    the schemas, normalise.py). What stays is the database's own limit: the loader caps no
+    string's length, so text bound for a sized column is cut to it."""
+    data = thaw(manifest.data)
+    author = data.get("author") or {}
+    package_id = manifest.id
+    display_name = manifest.display_name[:300]
+    inline = data.get("runtime")
+    # The card summarises the inline runtime's prompt; a concealed runtime's prompt stays hidden.
+    concealed = isinstance(inline, dict) and inline.get("io", {}).get("concealed")
+    body = manifest.body if inline and not concealed else ""
+    # Without an inline runtime the PLUGIN.md body is nobody's prompt, and no other row keeps it.
+    owned = any(r.file == "PLUGIN.md" for r in manifest.runtimes)
+    rows = Rows(
+        fields={
+            "package_id": package_id,
+            "kind": manifest.kind[:20],
+            "version": manifest.version[:100],
+            "display_name": display_name,
+            "description": manifest.description,
+            "manifest": data,
+            "errors": [],
+            "warnings": [i.as_dict() for i in result.warnings],
+            "state": Package.State.LOADED,
+            "author_name": author.get("name", "")[:300],
+            "author_url": _https(author.get("url")),
+            "author_about": author.get("about", ""),
+            "license": data.get("license", "")[:200],
+            "homepage": _https(data.get("homepage")),
+            "covel_range": data.get("covel", "")[:200],
+            "entry": (manifest.entry or "")[:500],
+            # Markdown bodies are not YAML: the loader passes NUL through, PostgreSQL refuses it.
+            "prompt_summary": prompt_summary(no_nul(body)),
+            "body": "" if owned else no_nul(manifest.body),
+            # The README is no manifest: the loader only read it, so NUL is still possible.
+            "readme": no_nul(result.readme),
+        }
+    )
+    # The loader replaced every written ui:*/cost:* tag by the ones it derives.
+    for tag in dict.fromkeys(t[:200] for t in manifest.tags):
+        rows.tags.append((tag, tag.startswith(("ui:", "cost:"))))
+
+    seen: set[tuple[str, str]] = set()
+
+    def add_contract(contract: str, relation: str, default: bool = False) -> None:
+        contract = contract[:200]
+        if contract and (contract, relation) not in seen:
+            seen.add((contract, relation))
+            rows.contracts.append((contract, relation, default))
+
+    for item in manifest.provides:
+        if isinstance(item, str):
+            add_contract(item, "provides")
+        else:
+            add_contract(item["contract"], "provides", item.get("default") is True)
+    for contract in manifest.requires:
+        add_contract(contract, "requires")
+    for contract in manifest.conflicts:
+        add_contract(contract, "conflicts")
+    _card(rows, data, author)
+
+    rows.runtimes = [_runtime_row(runtime) for runtime in manifest.runtimes]
+    for runtime in rows.runtimes:
+        if runtime["output_contract"]:
+            add_contract(runtime["output_contract"], "provides")
+        for grant in runtime["data"].get("permissions", {}).get("http", []):
+            rows.http.append(
+                (runtime["runtime_id"], grant["origin"][:500], grant.get("methods", []))
+            )
+    for grant in data.get("permissions", {}).get("http", []):
+        rows.http.append((None, grant["origin"][:500], grant.get("methods", [])))
+    _contributions(rows, data.get("contributes", {}))
+    return _finish(rows, package_id, display_name)
+
+
+def _contributions(rows: Rows, contributes: Mapping[str, Any]) -> None:
+    """The contributes child rows of a valid manifest. A list entry in its short string form
+    (a service's contract, a hook's event, "point/id" for an extension) means every default."""
+    simple = rows.simple
+    simple[Tool] = [{"name": n[:200]} for n in contributes.get("tools", [])]
+    simple[Action] = [{"name": n[:200]} for n in contributes.get("actions", [])]
+    simple[ActionKind] = []
+    for item in contributes.get("actionKinds", []):
+        display = item.get("display", {})
+        simple[ActionKind].append(
+            {
+                "name": item["name"][:200],
+                "label": display.get("label", "")[:300],
+                "icon": display.get("icon", "")[:100],
+                "placeholder": display.get("placeholder", "")[:500],
+                "roles": item.get("roles") or ["player"],
+                "text": item.get("text", "optional")[:20],
+                "actor": item.get("actor") is not False,
+                "schema": item.get("schema", "")[:500],
+            }
+        )
+    simple[Service] = []
+    for item in contributes.get("services", []):
+        item = {"contract": item} if isinstance(item, str) else item
+        simple[Service].append(
+            {
+                "contract": item["contract"][:200],
+                "access": item.get("access", "read")[:10],
+                "model_facing": item.get("modelFacing") is True,
+            }
+        )
+    simple[Extension] = []
+    for item in contributes.get("extensions", []):
+        if isinstance(item, str):
+            point, _, ext_id = item.rpartition("/")
+            item = {"point": point, "id": ext_id}
+        simple[Extension].append(
+            {
+                "point": item["point"][:200],
+                "extension_id": item["id"][:200],
+                "order": item.get("order", 0),
+                "slot": item.get("slot", "")[:200],
+                "watch": item.get("watch", []),
+                "preview": item.get("preview", []),
+            }
+        )
+    simple[Hook] = []
+    for item in contributes.get("hooks", []):
+        item = {"event": item} if isinstance(item, str) else item
+        simple[Hook].append(
+            {"event": item["event"][:40], "enforce": item.get("enforce", "normal")[:10]}
+        )
+    simple[Event] = [
+        {
+            "topic": item["topic"][:200],
+            "schema": item.get("schema", "")[:500],
+            "description": item.get("description", ""),
+            "advertise": item.get("advertise") is not False,
+        }
+        for item in contributes.get("events", [])
+    ]
+    simple[Dataset] = [
+        {
+            "name": name[:200],
+            "schema": item.get("schema", "")[:500],
+            "key": item.get("key", "")[:200],
+            "ops": item.get("ops", []),
+            "tools": item.get("tools", []),
+            "description": item.get("description", ""),
+        }
+        for name, item in contributes.get("datasets", {}).items()
+    ]
+    simple[DataNamespace] = [
+        {
+            "namespace": name[:200],
+            "schema": item.get("schema", "")[:500],
+            "description": item.get("description", ""),
+            "version": item.get("version") or 1,
+            "accepts": item.get("accepts", []),
+            "authoring": item.get("authoring"),
+            "search_field": item.get("search", {}).get("text", "")[:200],
+        }
+        for name, item in contributes.get("data", {}).items()
+    ]
+    ui = contributes.get("ui", {})
+    simple[UISpec] = [
+        {"placement": placement, "path": path[:500]}
+        for placement in ("view", "right", "message", "segment")
+        for path in ui.get(placement, [])
+    ]
+    for item in contributes.get("commands", []):
+        command = {
+            "name": item["name"][:200],
+            "description": item.get("description", ""),
+            "action": item.get("action", "")[:200],
+            "aliases": item.get("aliases", []),
+            "context": item.get("context", []),
+        }
+        arguments = [
+            {
+                "name": arg["name"][:200],
+                "type": arg.get("type", "string")[:20],
+                "description": arg.get("description", ""),
+                "required": arg.get("required") is True,
+                "variadic": arg.get("variadic") is True,
+                "choices": arg.get("choices", []),
+            }
+            for arg in item.get("arguments", [])
+        ]
+        rows.commands.append((command, arguments))
+    for item in contributes.get("settings", []):
+        setting = {
+            "key": item["key"][:200],
+            "type": item["type"][:20],
+            "label": item.get("label", "")[:300],
+            "description": item.get("description", ""),
+            "default": item.get("default"),
+            "has_default": "default" in item,
+            "min": _number(item.get("min")),
+            "max": _number(item.get("max")),
+            "step": _number(item.get("step")),
+        }
+        options = [
+            {"value": str(o["value"])[:300], "label": o.get("label", "")[:300]}
+            for o in item.get("options", [])
+        ]
+        rows.settings.append((setting, options))
+
+
+def _number(value: int | float | None) -> float | None:
+    return None if value is None else float(value)

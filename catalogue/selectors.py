@@ -50,6 +50,7 @@ LIST_DEFERRED = (
     "author_about",
     "prompt_summary",
     "body",
+    "readme",
     "shadowed",
 )
 

@@ -354,18 +354,19 @@ def _load(path: Path, host_version: str, content_hash: str = "") -> LoadResult:
         )
 
 
-def _request_approval(package: Package) -> None:
+def _request_approval(package: Package, loaded: LoadResult | None = None) -> None:
     # approvals sits above the catalogue (it reads the catalogue's rows), so the sync reaches it
     # through the slot approvals registers (catalogue/callouts.py), never an import. Not caught:
     # it runs in the package's own transaction, so a failure (or a sync killed here) leaves the
-    # previous row, never a changed package without its approval request.
-    callouts.approval_request_sync.get()(package=package)
+    # previous row, never a changed package without its approval request. loaded: what the
+    # loader read, so approvals reads no file again.
+    callouts.approval_request_sync.get()(package=package, loaded=loaded)
 
 
-def _request_approvals(packages: list[Package]) -> None:
+def _request_approvals(packages: list[Package], loaded: dict[str, LoadResult]) -> None:
     # The same for a batch of new packages, set-based: a constant number of queries for the
-    # batch, not a few for each package.
-    callouts.approval_requests_sync.get()(packages=packages)
+    # batch, not a few for each package. loaded: package id -> what the loader read.
+    callouts.approval_requests_sync.get()(packages=packages, loaded=loaded)
 
 
 def _approval_scope_hashes() -> dict[str, str]:
@@ -447,9 +448,11 @@ def _packages_sync(
             "code_checked",
             "file_stats",
         ).annotate(
-            # A row indexed before a column was added (body NULL) lacks data its hash cannot
+            # A row indexed before a column was added (body, readme NULL) lacks data its hash cannot
             # tell: treat it as changed, once.
-            stale=ExpressionWrapper(Q(body__isnull=True), output_field=BooleanField())
+            stale=ExpressionWrapper(
+                Q(body__isnull=True) | Q(readme__isnull=True), output_field=BooleanField()
+            )
         )
     }
     summary = SyncSummary()
@@ -615,7 +618,7 @@ def _index_one(result: LoadResult, **kwargs: Any) -> Package:
     with transaction.atomic():
         package = package_index(result=result, **kwargs)
         if package.trust == Package.Trust.COMMUNITY:
-            _request_approval(package)
+            _request_approval(package, result)
     return package
 
 
@@ -655,7 +658,7 @@ def _index_new_in_batches(
                 )
                 community = [p for p in packages if p.trust == Package.Trust.COMMUNITY]
                 if community:
-                    _request_approvals(community)
+                    _request_approvals(community, {item[0]: item[5] for item in batch})
         except Exception:
             log.exception("a batch of %d new packages failed; indexing them one by one", len(batch))
             continue
@@ -742,7 +745,7 @@ def package_sync_one(*, path: Path, source: str = Package.Source.COMMUNITY) -> P
                 file_stats=stats,
             )
             if package.trust == Package.Trust.COMMUNITY:
-                _request_approval(package)
+                _request_approval(package, result)
     _code_checks([(package, result.manifest)])
     return package
 

@@ -154,7 +154,9 @@ def package_detail(request: HttpRequest, package_id: str) -> HttpResponse:
         "tells_model": any(r["kind"] == "agent" for r in card["runtimes"]),
         "plain": package_plain_words(card=card, usability=usability),
         "versions": package_version_history(package),
-        "readme_html": package_readme_html(package_id=package.package_id, package_dir=folder),
+        "readme_html": package_readme_html(
+            package_id=package.package_id, package_dir=folder, text=package.readme
+        ),
         "body_html": markdown_html(
             package_localized(package).get("body") or card["body"],
             package_id=package.package_id,

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from approvals.permissions import compute_permission_set, describe, read_frontmatter
+from approvals.permissions import describe, permission_set_of
 from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import thaw
 from installs.archive import RECEIPT_FILE, Entry, digest
@@ -109,14 +108,33 @@ def write_entries(entries: Iterable[Entry], folder: Path) -> None:
             handle.write(entry.content)
 
 
+def _frontmatter(raw: bytes) -> dict[str, Any]:
+    """The YAML frontmatter of an uploaded PLUGIN.md, read only for its id before anything is
+    written ({} when absent or broken: the loader says why once the files are written)."""
+    from ruamel.yaml import YAML
+
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return {}
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}
+    for index, line in enumerate(lines[1:], start=1):
+        if line.strip() in ("---", "..."):
+            try:
+                data = YAML(typ="safe", pure=True).load("\n".join(lines[1:index]))
+            except Exception:  # a broken file is the loader's finding, not ours
+                return {}
+            return data if isinstance(data, dict) else {}
+    return {}
+
+
 def declared_id(entries: list[Entry]) -> str:
     files = {e.path: e.content for e in entries}
     if "PLUGIN.md" not in files:
         raise BundleRefused("no PLUGIN.md at the top of the package", code="no-manifest")
-    with tempfile.TemporaryDirectory(prefix="covel-peek-") as tmp:
-        probe = Path(tmp) / "PLUGIN.md"
-        probe.write_bytes(files["PLUGIN.md"])
-        written = read_frontmatter(probe).get("id")
+    written = _frontmatter(files["PLUGIN.md"]).get("id")
     if not isinstance(written, str) or not INSTALL_ID.match(written):
         raise BundleRefused(
             "PLUGIN.md: /id is missing or not a package id",
@@ -185,9 +203,7 @@ def _judge(entries: list[Entry], folder: Path, package_id: str, host_version: st
             issues=issues,
         )
     data = thaw(result.manifest.data)
-    permissions = compute_permission_set(
-        package_id=package_id, source_dir=str(folder), manifest=data
-    )
+    permissions = permission_set_of(result, package_id=package_id)
     author = data.get("author")
     author_name = author.get("name") if isinstance(author, dict) else author
     description = data.get("description") or ""

@@ -10,7 +10,9 @@ import hashlib
 import os
 import re
 import stat
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -32,6 +34,8 @@ from catalogue.manifest.older_format import detect_older_format
 from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest, freeze
 
 HOST_VERSION = "0.1.0"
+README_FILE = "README.md"
+MAX_README_BYTES = 256 * 1024
 RUNTIME_FILE = "RUNTIME.md"
 LOCALES_DIR = "locales"
 LOCALE = r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*"
@@ -76,11 +80,14 @@ def load_package(
             )
         )
         manifest = None
+    digests: dict[str, str] | None = None
     if not content_hash:
         try:
-            content_hash = package_hash(root) if root.is_dir() else ""
+            content_hash, digests = _hash_pass(root) if root.is_dir() else ("", {})
         except OSError:
             content_hash = ""
+    else:
+        digests = _remembered_digests(content_hash)
     ctx = loader.ctx
     raw = loader.raw
     written_id = raw.get("id") if isinstance(raw, dict) else None
@@ -92,6 +99,11 @@ def load_package(
         warnings=tuple(ctx.warnings),
         raw=freeze(raw) if isinstance(raw, dict) else None,
         content_hash=content_hash,
+        files=_file_digests(root, loader.inventory, digests),
+        raw_runtimes=tuple(
+            (rt.id, freeze(rt.data)) for rt in ctx.runtimes if rt.file != PLUGIN_FILE
+        ),
+        readme=read_readme(root),
     )
 
 
@@ -160,7 +172,28 @@ def package_hash(root: Path) -> str:
     files (FIFOs, devices) only their names: hashing must not block or leave the package.
     Files are streamed; those over the loader's caps (package_files) count by size and time.
     """
+    return _hash_pass(root)[0]
+
+
+# The per-file hashes of the last few hash passes, by the content hash they add up to: the sync
+# hashes a package to learn that it changed, then hands that hash to load_package, which takes
+# these rather than read every file again. Keyed by the content hash itself, so they can only
+# be the hashes of exactly the bytes that hash covers.
+_DIGESTS: OrderedDict[str, dict[str, str]] = OrderedDict()
+_DIGESTS_KEPT = 16
+_DIGESTS_LOCK = threading.Lock()
+
+
+def _remembered_digests(content_hash: str) -> dict[str, str] | None:
+    with _DIGESTS_LOCK:
+        return _DIGESTS.get(content_hash)
+
+
+def _hash_pass(root: Path) -> tuple[str, dict[str, str]]:
+    """package_hash's one read of the files: the content hash, and each regular file's own
+    sha256 by package-relative path (from the same chunks; files past the caps have none)."""
     digest = hashlib.sha256()
+    files: dict[str, str] = {}
     budget = package_files.MAX_PACKAGE_BYTES
     for relative, full in _package_entries(root):
         info = os.lstat(full)
@@ -175,13 +208,67 @@ def package_hash(root: Path) -> str:
                 digest.update(b"stat:%d:%d" % (info.st_mtime_ns, info.st_ino))
             else:
                 budget -= info.st_size
+                own = hashlib.sha256()
                 try:
                     for chunk in package_files.read_chunks(full):
                         digest.update(chunk)
+                        own.update(chunk)
+                    files[relative] = own.hexdigest()
                 except OSError:  # swapped for a FIFO or grown since the lstat: never waited on
                     digest.update(b"unreadable")
         digest.update(b"\0")
-    return digest.hexdigest()
+    content_hash = digest.hexdigest()
+    with _DIGESTS_LOCK:
+        _DIGESTS[content_hash] = files
+        _DIGESTS.move_to_end(content_hash)
+        while len(_DIGESTS) > _DIGESTS_KEPT:
+            _DIGESTS.popitem(last=False)
+    return content_hash, files
+
+
+def _file_digests(
+    root: Path, inventory: package_files.Inventory | None, digests: dict[str, str] | None
+) -> tuple[tuple[str, str | None], ...]:
+    """(path, sha256) of each file of the package inventory. The inventory is the hub's view of
+    a package as hostile input (links inside the package followed, .hg/.svn left out, special
+    and oversized files refused), the content hash the sync's (links as their target text): two
+    lists, one read. A link's bytes are its target's, hashed under the target's path; only a
+    file the hash pass did not cover (a link into node_modules/, the caller's hash no longer
+    remembered) is read here."""
+    if inventory is None:
+        if not root.is_dir():
+            return ()
+        inventory = package_files.package_inventory(root)
+    digests = digests or {}
+    real_root = os.path.realpath(root)
+    found: list[tuple[str, str | None]] = []
+    for item in inventory.files:
+        key = item.relative
+        if item.real != os.path.join(root, *item.relative.split("/")):  # a link inside
+            key = Path(os.path.relpath(item.real, real_root)).as_posix()
+        sha = digests.get(key)
+        if sha is None:
+            try:
+                sha = package_files.file_sha256(item.real)
+            except OSError:  # FileRefused included: gone, swapped or grown since the walk
+                sha = None
+        found.append((item.relative, sha))
+    return tuple(found)
+
+
+def read_readme(root: Path) -> str:
+    """README.md at the package root as text, for the catalogue's page: a regular file inside
+    the package of at most MAX_README_BYTES (a link out of it, a FIFO or a bigger file is "")."""
+    full = os.path.join(root, README_FILE)
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(full)
+    if not real.startswith(real_root + os.sep) or not os.path.isfile(full):
+        return ""
+    try:
+        raw = package_files.read_bytes(real, limit=MAX_README_BYTES)
+    except OSError:
+        return ""
+    return raw.decode("utf-8", errors="replace")
 
 
 class _Loader:
@@ -190,6 +277,7 @@ class _Loader:
         self.host_version = host_version
         self.current_file = PLUGIN_FILE
         self.raw: Any = None
+        self.inventory: package_files.Inventory | None = None  # its walk, kept for LoadResult
         real_root = os.path.realpath(root)
         self.ctx = Context(root=root, real_root=real_root, package_id=root.name, data={})
         self.schema_issues: list[Issue] = []
@@ -266,10 +354,9 @@ class _Loader:
                 PLUGIN_FILE, "", "plugin-md-missing", "the package has no PLUGIN.md at its root"
             )
             return None
+        self.inventory = package_files.package_inventory(root)
         hostile = [
-            issue
-            for issue in package_files.package_inventory(root).issues
-            if issue.code in package_files.REFUSING_CODES
+            issue for issue in self.inventory.issues if issue.code in package_files.REFUSING_CODES
         ]
         if hostile:
             # FIFOs, devices, links out of the package, files over the caps: refused before any

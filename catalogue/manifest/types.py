@@ -213,6 +213,15 @@ class LoadResult:
     warnings: tuple[Issue, ...]
     raw: Mapping[str, Any] | None = None
     content_hash: str = ""  # sha256 over the package's files (names + bytes), for change detection
+    # What else the loader read, valid package or not, so nobody downstream reads it again:
+    # files: (path, sha256) of each regular file of the package inventory (package_files), in
+    #   path order, hashed in the same read as content_hash (None: not readable within the caps);
+    #   approvals builds the code a package asks staff to approve from it.
+    files: tuple[tuple[str, str | None], ...] = ()
+    # raw_runtimes: (folder name, frontmatter as written) of each runtimes/<id>/RUNTIME.md it
+    #   parsed, for what an invalid package asks for (a valid one has manifest.runtimes).
+    raw_runtimes: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    readme: str = ""  # README.md at the package root as text ("" when absent or unreadable)
 
     @property
     def ok(self) -> bool:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 from approvals.permissions import (
-    compute_permission_set,
     describe,
     diff,
     is_empty,
@@ -14,9 +16,10 @@ from approvals.permissions import (
 
 
 def compute(package):
-    return compute_permission_set(
-        package_id=package.package_id, source_dir=package.source_dir, manifest=package.manifest
-    )
+    # What the sync does: the set from the loader's one read of the folder.
+    from approvals.selectors import package_permission_set
+
+    return package_permission_set(package=package)
 
 
 def test_it_lists_entry_handlers_guards_and_tools_with_hashes(packages, db):
@@ -88,6 +91,37 @@ def test_runtime_files_resolve_relative_to_their_runtime_md(packages, db):
             "methods": ["GET", "POST"],
         }
     ]
+
+
+def test_an_invalid_package_asks_for_what_its_files_say(packages, db):
+    # The loader refuses it (an unknown field), yet approvals still list its handler by its
+    # role and its runtime's grant, from the frontmatter the loader read as written.
+    package = packages.write(
+        "half-done",
+        manifest={"unknownField": True},
+        runtimes={
+            "summary": {
+                "function": {},
+                "permissions": {"http": [{"origin": "https://api.example.com"}]},
+            }
+        },
+        files={"runtimes/summary/handler.js": "export default () => ({});\n"},
+    )
+    permissions = compute(package)
+    assert permissions["code"][0]["path"] == "runtimes/summary/handler.js"
+    assert permissions["code"][0]["roles"] == ["function handler of runtime half-done/summary"]
+    assert permissions["http"] == [
+        {"runtime": "half-done/summary", "origin": "https://api.example.com", "methods": ["GET"]}
+    ]
+
+
+def test_a_linked_file_is_hashed_as_its_target(packages, db):
+    package = packages.write(
+        "linked", files={"server/index.js": "export default () => 1;\n", "lib/real.js": "x\n"}
+    )
+    (Path(package.source_dir) / "lib" / "alias.js").symlink_to("real.js")
+    by_path = {item["path"]: item["sha256"] for item in compute(package)["code"]}
+    assert by_path["lib/alias.js"] == by_path["lib/real.js"] == hashlib.sha256(b"x\n").hexdigest()
 
 
 def test_methods_default_to_get_and_duplicates_merge(packages, db):

@@ -135,14 +135,16 @@ def approval_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     seen: dict[str, str] = {}  # what approvals would have recorded: the hash it was shown
 
-    def request(package: Any) -> None:
+    def request(package: Any, loaded: Any = None) -> None:
         calls.append(package.package_id)
         seen[package.package_id] = package.content_hash
 
     monkeypatch.setattr("catalogue.services._request_approval", request)
     monkeypatch.setattr(
         "catalogue.services._request_approvals",
-        lambda packages: [request(package) for package in packages],
+        lambda packages, loaded: [
+            request(package, loaded[package.package_id]) for package in packages
+        ],
     )
     monkeypatch.setattr("catalogue.services._approval_scope_hashes", lambda: dict(seen))
     return calls

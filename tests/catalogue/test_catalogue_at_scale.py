@@ -150,6 +150,11 @@ def test_a_changed_package_is_indexed_alone(real_plugin_dirs, settled, counted):
     assert counted["loads"] == ["pkg-002"]
     # The sync hashed it to learn it changed; the loader did not hash it again.
     assert counted["hashes"] == ["pkg-002"]
+    # Its code was read once, by that hash: approvals took the file hashes from the loader.
+    for name in ("index.js", "value.js"):
+        assert [f for f in counted["opened"] if f.endswith(f"/pkg-002/server/{name}")] == [
+            str(real_plugin_dirs.community / "pkg-002" / "server" / name)
+        ], counted["opened"]
     assert Package.objects.get(package_id="pkg-002").version == "1.0.1"
 
 

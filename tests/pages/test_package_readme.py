@@ -42,6 +42,28 @@ def test_the_readme_is_rendered_sanitised_and_confined(client, community_dir, fr
     assert "<script" not in body and "&lt;script&gt;alert(2)&lt;/script&gt;" in body
 
 
+def test_the_page_shows_the_readme_the_sync_read_and_reads_no_file(
+    client, community_dir, fresh_install, monkeypatch
+):
+    from catalogue.models import Package
+
+    package = Package.objects.get(package_id="lantern")
+    assert "# Lantern" in package.readme  # kept with the row by the sync's loader
+    opened: list[str] = []
+    real_open = open
+
+    def opening(file, *args, **kwargs):
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", opening)
+    monkeypatch.setattr("pathlib.Path.read_text", lambda *a, **k: opened.append("read_text"))
+    html = client.get("/packages/lantern/").content.decode()
+    monkeypatch.undo()
+    assert "<h1>Lantern</h1>" in overview(html)
+    assert not [f for f in opened if package.source_dir in f or f == "read_text"], opened
+
+
 def test_package_files_are_served_only_from_inside_the_folder(client, community_dir, fresh_install):
     image = client.get("/packages/lantern/files/img/lantern.png")
     assert image.status_code == 200 and image["Content-Type"] == "image/png"
