@@ -20,8 +20,8 @@ M = TypeVar("M", bound=models.Model)
 # (db table, field name, alias, database vendor) -> quoted column; names never change at run
 # time, and quoting goes through the connection proxy, which is slow when done ~100 times a job.
 _COLUMNS: dict[tuple[str, str, str, str], str] = {}
-# (model, fields, vendor) -> what reading its rows needs (see _Reader)
-_READERS: dict[tuple[type[models.Model], tuple[str, ...], str], _Reader] = {}
+# (model, fields, vendor[, alias]) -> what reading its rows needs (see _Reader)
+_READERS: dict[tuple[Any, ...], _Reader] = {}
 _INSERTS: dict[tuple[type[models.Model], str], _Insert] = {}
 
 
@@ -59,8 +59,10 @@ class Table:
 class _Reader:
     """The select list of a model's fields and the converters of each column, made once."""
 
-    def __init__(self, model: type[models.Model], fields: tuple[str, ...], connection: Any):
-        table = Table(model)
+    def __init__(
+        self, model: type[models.Model], fields: tuple[str, ...], connection: Any, alias: str = ""
+    ):
+        table = Table(model, alias=alias)
         chosen = [model._meta.get_field(name) for name in fields] if fields else None
         concrete = [f for f in model._meta.concrete_fields if chosen is None or f in chosen]
         if not any(f.primary_key for f in concrete):
@@ -88,7 +90,8 @@ class _Reader:
 def read(
     model: type[M], where: str, params: Sequence[Any], *, fields: Sequence[str] = ()
 ) -> list[M]:
-    """Instances of `model` matching a hand-written WHERE (column names from Table.col).
+    """Instances of `model` matching a hand-written WHERE (column names from Table.col; it may
+    end in an ORDER BY).
 
     `fields` limits the columns read (the rest are deferred, loaded on access like `.only()`).
     """
@@ -108,6 +111,39 @@ def read_by_pk(model: type[M], pk: Any, *, fields: Sequence[str] = ()) -> M | No
     pk_name = model._meta.pk.name
     found = read(model, f"{table.col(pk_name)} = %s", [table.value(pk_name, pk)], fields=fields)
     return found[0] if found else None
+
+
+def read_by_pk_related(model: type[M], pk: Any, *, related: str) -> M | None:
+    """read_by_pk with the row its foreign key `related` names read in the same statement (a
+    JOIN) and set on the instance, as select_related would: one round trip, not two."""
+    connection = _connection()
+    field = model._meta.get_field(related)
+    parent = field.related_model
+    readers = []
+    for key, alias in ((model, "t"), (parent, "r")):
+        found = _READERS.get((key, (), connection.vendor, alias))
+        if found is None:
+            found = _READERS[(key, (), connection.vendor, alias)] = _Reader(
+                key, (), connection, alias=alias
+            )
+        readers.append(found)
+    own, other = readers
+    table, joined = Table(model, alias="t"), Table(parent, alias="r")
+    pk_name = model._meta.pk.name
+    sql = (
+        f"SELECT {own.select}, {other.select} FROM {own.table} "
+        f"JOIN {other.table} ON {joined.col(parent._meta.pk.name)} = {table.col(related)} "
+        f"WHERE {table.col(pk_name)} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [table.value(pk_name, pk)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(own.columns)
+    instance = own.instance(model, row[:width], connection)
+    setattr(instance, related, other.instance(parent, row[width:], connection))
+    return instance
 
 
 class _Insert:
@@ -163,17 +199,25 @@ def insert(instance: models.Model, *, ignore_conflicts: bool = False) -> bool:
     return True
 
 
-def update_returning(model: type[M], assign: str, where: str, params: Sequence[Any]) -> M | None:
+def update_returning(
+    model: type[M], assign: str, where: str, params: Sequence[Any], *, also: str = ""
+) -> M | None:
     """UPDATE the rows matching a hand-written WHERE (SET `assign`) and read the first one back
-    as an instance, in one statement (UPDATE ... RETURNING); None when none matched."""
+    as an instance, in one statement (UPDATE ... RETURNING); None when none matched.
+
+    `also`: more expressions for the RETURNING list, evaluated for each changed row only (their
+    values are not kept: a function called for its effect, such as PostgreSQL's set_config)."""
     connection = _connection()
     key = (model, (), connection.vendor)
     reader = _READERS.get(key)
     if reader is None:
         reader = _READERS[key] = _Reader(model, (), connection)
-    sql = f"UPDATE {reader.table} SET {assign} WHERE {where} RETURNING {reader.select}"
+    returning = f"{reader.select}, {also}" if also else reader.select
+    sql = f"UPDATE {reader.table} SET {assign} WHERE {where} RETURNING {returning}"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
         cursor.fetchall()  # SQLite applies an UPDATE ... RETURNING fully once it is read through
-    return None if row is None else reader.instance(model, row, connection)
+    if row is None:
+        return None
+    return reader.instance(model, row[: len(reader.columns)], connection)

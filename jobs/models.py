@@ -75,8 +75,10 @@ class RuntimeJob(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     job_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # Indexed by jobs_session_state (its first column), not by an index of its own: every state
+    # change of a job writes an entry into each of the table's indexes on PostgreSQL.
     session = models.ForeignKey(
-        "play.Session", on_delete=models.CASCADE, related_name="runtime_jobs"
+        "play.Session", on_delete=models.CASCADE, related_name="runtime_jobs", db_index=False
     )
     plugin_id = models.CharField(max_length=100)
     runtime_id = models.CharField(max_length=200)
@@ -115,11 +117,23 @@ class RuntimeJob(models.Model):
     reruns = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Both indexed only where set (partial indexes below): most jobs are no retry, asked for by
+    # nobody, and a partial index costs their state changes nothing.
     retry_of = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retries"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="retries",
+        db_index=False,
     )
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
 
     objects = RuntimeJobQuerySet.as_manager()
@@ -142,6 +156,16 @@ class RuntimeJob(models.Model):
                 name="jobs_leased",
             ),
             models.Index(fields=["plugin_id", "-id"], name="jobs_plugin"),
+            models.Index(
+                fields=["retry_of"],
+                condition=models.Q(retry_of__isnull=False),
+                name="jobs_retry_of",
+            ),
+            models.Index(
+                fields=["requested_by"],
+                condition=models.Q(requested_by__isnull=False),
+                name="jobs_requested_by",
+            ),
         ]
 
     def __str__(self) -> str:

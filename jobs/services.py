@@ -160,17 +160,24 @@ def job_transition(
     conditions: list[tuple[str, Any]] = [("id", job_pk), ("state", from_state)]
     if lease_owner_is is not None:
         conditions.append(("lease_owner", lease_owner_is))
+    terminal = to_state in TERMINAL_STATES
     # The state and its event commit together (no savepoint when the caller has a transaction).
     with transaction.atomic(savepoint=False):
-        changed = _conditional_update(
-            values=values, conditions=conditions, expired_before=lease_expired_before
+        changed, successor = _conditional_update(
+            values=values,
+            conditions=conditions,
+            expired_before=lease_expired_before,
+            successor=terminal,
         )
         if changed and to_state in STATES_ANNOUNCED:
             _announce(job_pk=job_pk, job=job, values=values)
-    if changed and to_state in TERMINAL_STATES:
-        # After the commit, so a waiter that wakes up and re-reads the row sees the new state.
-        key = _key(job) if job is not None else None
-        transaction.on_commit(lambda: _after_terminal(job_pk=job_pk, state=to_state, key=key))
+    if changed and terminal:
+        # After the commit, so a waiter that wakes up and re-reads the row sees the new state,
+        # and the successor's claim finds this job finished.
+        settle_session = _settle_session(job_pk=job_pk, job=job)
+        transaction.on_commit(
+            lambda: _after_terminal(settle_session=settle_session, successor=successor)
+        )
     return changed == 1
 
 
@@ -196,12 +203,20 @@ def _conditional_update(
     values: dict[str, Any],
     conditions: list[tuple[str, Any]],
     expired_before: datetime | None = None,
-) -> int:
-    """UPDATE runtime_job SET ... WHERE <column = value> AND ...; the number of rows changed.
+    successor: bool = False,
+) -> tuple[int, RuntimeJob | None]:
+    """UPDATE runtime_job SET ... WHERE <column = value> AND ...: the number of rows changed,
+    and (successor=True) the next queued job of the changed job's key, or None.
 
     Plain SQL on the hot path (a job makes several of these): the ORM spends more time
     compiling such a statement than the database spends running it. Values still go through
     each field's own conversion, so SQLite and PostgreSQL get what the ORM would send.
+
+    The successor comes back in the same statement (RETURNING, read inside the transaction that
+    finishes the job), not from a query after the commit: the job that finishes wakes it
+    (_after_terminal). One queued by a transaction that commits between this statement and
+    the commit is not seen here; its own delivery finds this job unfinished and looks again
+    after order_retry_seconds(), as one queued a moment after the commit always did.
     """
     jobs = Table(RuntimeJob)
     sets = ", ".join(f"{jobs.col(name)} = %s" for name in values)
@@ -211,54 +226,55 @@ def _conditional_update(
     if expired_before is not None:
         where.append(f"{jobs.col('lease_expires_at')} < %s")
         params.append(jobs.value("lease_expires_at", expired_before))
+    sql = f"UPDATE {jobs} SET {sets} WHERE {' AND '.join(where)}"
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {jobs} SET {sets} WHERE {' AND '.join(where)}", params)
-        return cursor.rowcount
+        if not successor:
+            cursor.execute(sql, params)
+            return cursor.rowcount, None
+        cursor.execute(
+            f"{sql} RETURNING ({_next_queued('id')}), ({_next_queued('max_execution_ms')})",
+            [*params, str(S.QUEUED), str(S.QUEUED)],
+        )
+        # Read through: SQLite tells the row count of an UPDATE ... RETURNING only then.
+        rows = cursor.fetchall()
+    if not rows or rows[0][0] is None:
+        return len(rows), None
+    return len(rows), RuntimeJob(pk=rows[0][0], max_execution_ms=rows[0][1])
 
 
-def _key(job: RuntimeJob) -> dict[str, Any]:
-    return {
-        "job_id": job.job_id,
-        "session_id": job.session_id,
-        "plugin_id": job.plugin_id,
-        "runtime_id": job.runtime_id,
-        "settle": job.settle,
-    }
-
-
-def _after_terminal(*, job_pk: int, state: str, key: dict[str, Any] | None = None) -> None:
-    row = key or (
-        RuntimeJob.objects.filter(pk=job_pk)
-        .values("job_id", "session_id", "plugin_id", "runtime_id", "settle")
-        .first()
+def _next_queued(column: str) -> str:
+    """A subquery for the RETURNING list of an UPDATE of one job: `column` of the first queued
+    job of the same (session, plugin, runtime) key (one parameter: the queued state)."""
+    jobs, nxt = Table(RuntimeJob), Table(RuntimeJob, alias="nxt")
+    same_key = " AND ".join(
+        f"{nxt.col(name)} = {jobs}.{jobs.col(name)}"
+        for name in ("session", "plugin_id", "runtime_id")
     )
-    if row is None:
-        return
-    if row["settle"]:
-        notify.publish(notify.settled_channel(row["session_id"]))
-    _wake_successor(
-        session_id=row["session_id"], plugin_id=row["plugin_id"], runtime_id=row["runtime_id"]
+    # Not the job itself: PostgreSQL's subquery sees the table as the statement found it, where
+    # a job leaving `queued` (a cancel, a deadline) is still queued.
+    return (
+        f"SELECT {nxt.col(column)} FROM {nxt} WHERE {same_key} AND {nxt.col('state')} = %s "
+        f"AND {nxt.col('id')} <> {jobs}.{jobs.col('id')} ORDER BY {nxt.col('id')} LIMIT 1"
     )
 
 
-def _wake_successor(*, session_id: uuid.UUID, plugin_id: str, runtime_id: str) -> None:
-    """Deliver the next queued job of the same key now rather than at its next re-check."""
-    jobs = Table(RuntimeJob)
-    sql = (
-        f"SELECT {jobs.col('id')}, {jobs.col('max_execution_ms')} FROM {jobs} "
-        f"WHERE {jobs.col('session')} = %s AND {jobs.col('plugin_id')} = %s "
-        f"AND {jobs.col('runtime_id')} = %s AND {jobs.col('state')} = %s "
-        f"ORDER BY {jobs.col('id')} LIMIT 1"
-    )
-    session_param = jobs.value("session", session_id)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [session_param, plugin_id, runtime_id, str(S.QUEUED)])
-        row = cursor.fetchone()
-    if row is not None:
+def _settle_session(*, job_pk: int, job: RuntimeJob | None) -> uuid.UUID | None:
+    """The session whose settle waiters a finished job releases: its own if it is a settle job."""
+    if job is None:
+        found = RuntimeJob.objects.filter(pk=job_pk).values_list("settle", "session_id").first()
+        return found[1] if found and found[0] else None
+    return job.session_id if job.settle else None
+
+
+def _after_terminal(*, settle_session: uuid.UUID | None, successor: RuntimeJob | None) -> None:
+    if settle_session is not None:
+        notify.publish(notify.settled_channel(settle_session))
+    if successor is not None:
+        # Delivered now rather than at its next re-check.
         try:
-            send_run_job(job=RuntimeJob(pk=row[0], max_execution_ms=row[1]))
+            send_run_job(job=successor)
         except Exception:  # the periodic re-check still delivers it
-            log.exception("could not wake job %s", row[0])
+            log.exception("could not wake job %s", successor.pk)
 
 
 # --- Enqueue ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from catalogue.manifest.types import Manifest, RuntimeManifest
-from core.sql import read_by_pk
+from core.sql import read_by_pk, read_by_pk_related
 from jobs.runners import JobContext, RunResult
 from sessions import selectors
 from sessions.models import Session, Turn
@@ -24,7 +24,6 @@ from sessions.turn_commit import turn_commit
 from sessions.turn_stages import runtime_run_single
 from sessions.turn_state import SUCCEEDED, TurnRequest, TurnState
 from sessions.turn_store import TurnStore
-from worlds.models import World
 
 
 class DetachedRuntimeFailed(RuntimeError):
@@ -52,12 +51,11 @@ def _first_attempt_id(job: Any) -> str:
 
 
 def _session(session_id: Any) -> Session:
-    # Plain reads (core/sql.py): compiling a Session query with its world cost more than a
-    # trivial runtime's whole run.
-    session = read_by_pk(Session, session_id)
+    # A plain read of the session and its world in one statement (core/sql.py): compiling a
+    # Session query with its world cost more than a trivial runtime's whole run.
+    session = read_by_pk_related(Session, session_id, related="world")
     if session is None:
         raise DetachedRuntimeFailed(f"session {session_id} does not exist any more")
-    session.world = read_by_pk(World, session.world_id)
     return session
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from core.sql import insert
+from core.sql import Table, insert, read
 from sessions import selectors
 from sessions.models import PluginData, Session
 from sessions.operations import MISSING, value_size
@@ -35,6 +35,9 @@ class _Row:
     updated_at: Any
 
 
+_ROW_FIELDS = ("plugin_id", "namespace", "key", "value", "size", "updated_at")
+
+
 class SessionData:
     """DatabaseStore's plugin data (a mixin over the store's session)."""
 
@@ -44,10 +47,20 @@ class SessionData:
 
     def _rows(self) -> dict[tuple[str, str, str], _Row]:
         if self._data is None:
-            rows = PluginData.objects.filter(session_id=self.session.pk).values_list(
-                "plugin_id", "namespace", "key", "id", "value", "size", "updated_at"
+            # Plain SQL (core/sql.py): every turn and every job reads them, and compiling the
+            # queryset cost more than a small session's rows take to read.
+            data = Table(PluginData)
+            order = ", ".join(data.col(name) for name in ("plugin_id", "namespace", "key"))
+            rows = read(
+                PluginData,
+                f"{data.col('session')} = %s ORDER BY {order}",
+                [data.value("session", self.session.pk)],
+                fields=_ROW_FIELDS,
             )
-            self._data = {(p, n, k): _Row(i, v, s, u) for p, n, k, i, v, s, u in rows}
+            self._data = {
+                (r.plugin_id, r.namespace, r.key): _Row(r.id, r.value, r.size, r.updated_at)
+                for r in rows
+            }
         return self._data
 
     def stored(self, plugin: str, namespace: str, key: str) -> Any:

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from core.sql import Table, insert, read, read_by_pk
+from core.sql import Table, insert, read, read_by_pk, read_by_pk_related
 from jobs.models import RuntimeJob
 from sessions.models import Session, Turn
 from sessions.services import session_create
@@ -52,6 +52,18 @@ def test_a_row_read_by_primary_key_equals_the_orms_row_field_for_field(session):
     assert timezone.is_aware(found.created_at)
     world = read_by_pk(World, found.world_id)
     assert concrete_values(world) == concrete_values(World.objects.get(pk=found.world_id))
+
+
+def test_a_row_read_with_its_parent_equals_select_related_in_one_statement(session):
+    expected = Session.objects.select_related("world").get(pk=session.pk)
+    with CaptureQueriesContext(connection) as queries:
+        found = read_by_pk_related(Session, session.pk, related="world")
+        world = found.world  # already there: no second read
+    assert len(queries) == 1
+    assert concrete_values(found) == concrete_values(expected)
+    assert concrete_values(world) == concrete_values(expected.world)
+    assert world.characters == [{"id": "mara", "name": "Mara"}]
+    assert read_by_pk_related(Session, uuid.uuid4(), related="world") is None
 
 
 def test_a_missing_row_reads_as_none_and_a_where_reads_every_match(session, alice):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from jobs_helpers import read_lines
 from jobs_test_runners import TEST_RUNNERS
@@ -13,6 +15,7 @@ from jobs.errors import InvalidTransition, JobOptionsError
 from jobs.models import JobReason, JobState, RuntimeJob
 from jobs.services import (
     ALLOWED_TRANSITIONS,
+    job_cancel,
     job_options_clean,
     job_options_from_schedule,
     job_reap_orphans,
@@ -108,6 +111,52 @@ def test_a_waiting_job_is_sent_again_and_not_run(make_job, sent, tmp_path):
     assert job_execute(job_pk=second.pk, owner="w") == "waiting"
     assert sent == [(second.pk, 1.0)]
     assert read_lines(tmp_path / "out" / "runs.log") == []
+
+
+def test_a_waiting_job_past_its_queue_deadline_times_out_on_delivery(make_job, sent, tmp_path):
+    make_job("sleep", label="first")
+    late = make_job("sleep", max_queue_ms=50, label="late")
+    _force(late, S.QUEUED, created_at=timezone.now() - timedelta(milliseconds=80))
+    assert job_execute(job_pk=late.pk, owner="w") == "timed_out"
+    late.refresh_from_db()
+    assert (late.state, late.reason) == (S.TIMED_OUT, "queue-deadline-exceeded")
+    assert sent == []  # not sent again to wait for its predecessor
+    assert read_lines(tmp_path / "out" / "runs.log") == []
+
+
+def test_a_finished_job_wakes_the_next_queued_job_of_its_key(
+    make_job, sent, alice, django_capture_on_commit_callbacks
+):
+    first = make_job("noop")
+    second = make_job("noop")
+    third = make_job("noop")
+    make_job("noop", runtime_id="another")  # another key: never woken by these
+    with django_capture_on_commit_callbacks(execute=True):
+        assert job_execute(job_pk=first.pk, owner="w") == "succeeded"
+    assert sent == [(second.pk, None)]  # the next one only, not every later one
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert job_cancel(job=second, actor=alice).state == S.CANCELLED
+    assert sent == [(third.pk, None)]  # any end wakes it, not only a success
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert job_execute(job_pk=third.pk, owner="w") == "succeeded"
+    assert sent == []  # the last of its key wakes nobody
+
+
+def test_a_job_runs_in_eight_statements(make_job):
+    """The claim reads the row back, the start writes its event, the commit re-checks under the
+    session lock and finds the next job of the key in its last UPDATE: a trivial job's whole
+    database work (djangopackages' habit: a page's query count, here a job's)."""
+    job = make_job("noop")
+    with CaptureQueriesContext(connection) as queries:
+        assert job_execute(job_pk=job.pk, owner="w") == "succeeded"
+    statements = [
+        q["sql"] for q in queries if not q["sql"].upper().startswith(("SAVEPOINT", "RELEASE"))
+    ]
+    # claim, staleness check, claimed -> running, its event; running -> committing, the
+    # re-check, committing -> succeeded, the commit's events.
+    assert len(statements) == 8, [sql[:70] for sql in statements]
 
 
 def test_a_duplicate_delivery_runs_the_job_once(make_job, tmp_path):
