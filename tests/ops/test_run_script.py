@@ -53,6 +53,10 @@ def alive(pid: int) -> bool:
     return state[state.rindex(")") + 2] != "Z"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(var: Path, port: int) -> subprocess.Popen:
     env = {
         **os.environ,
@@ -68,6 +72,10 @@ def start(var: Path, port: int) -> subprocess.Popen:
         env=env,
         stdout=(var / "run.log").open("ab"),
         stderr=subprocess.STDOUT,
+        # Ctrl-C as in a terminal, however the suite was started: a shell started in the
+        # background ignores SIGINT, its children inherit that, and bash cannot trap a signal
+        # ignored on entry (the test would then time out, run.sh never hearing Ctrl-C).
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
