@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from catalogue.manifest.frontmatter import parse_yaml
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
 
 from .callbacks import HostCallbacks, RefusingCallbacks
@@ -188,38 +187,14 @@ def load_request(manifest: Manifest, root: str | None = None) -> dict[str, Any]:
     }
 
 
-MAX_LOCALE_FILE_BYTES = 1024 * 1024  # the loader's limit for one file
-
-
 def message_catalogs(manifest: Manifest) -> list[dict[str, Any]]:
     """The `messages:` section of each locales/<locale>.yaml, as [{file, messages}].
 
-    The host turns them into ctx.messages for the session's language (pluginhost/node/
+    The loader read them (Manifest.message_sections): no locale file is read again here. The
+    host turns them into ctx.messages for the session's language (pluginhost/node/
     messages.mjs), which is also where a file not named after a known language is left out.
-    The loader has checked the sections; a file that cannot be read now translates nothing.
     """
-    folder = Path(manifest.path) / "locales"
-    found: list[dict[str, Any]] = []
-    if not folder.is_dir():
-        return found
-    for path in sorted(folder.iterdir()):
-        if path.suffix not in (".yaml", ".yml") or path.is_symlink() or not path.is_file():
-            continue
-        try:
-            if path.stat().st_size > MAX_LOCALE_FILE_BYTES:
-                continue
-            data = parse_yaml(path.read_text(encoding="utf-8"), path.name, [])
-        except (OSError, UnicodeDecodeError):
-            continue
-        section = data.get("messages") if isinstance(data, dict) else None
-        if isinstance(section, dict):
-            found.append(
-                {
-                    "file": path.name,
-                    "messages": {str(k): v for k, v in section.items() if isinstance(v, str)},
-                }
-            )
-    return found
+    return thaw(manifest.message_sections)
 
 
 _KEY_CACHE: dict[str, tuple[float, Any]] = {}

@@ -28,7 +28,12 @@ from catalogue.manifest.context import (
 )
 from catalogue.manifest.fingerprint import code_fingerprint
 from catalogue.manifest.frontmatter import YAML_CODES, Parsed, split_markdown
-from catalogue.manifest.locale_files import check_locale_file, merge_texts, read_messages
+from catalogue.manifest.locale_files import (
+    check_locale_file,
+    merge_texts,
+    read_message_sections,
+    read_messages,
+)
 from catalogue.manifest.normalise import normalise_package, normalise_runtime
 from catalogue.manifest.older_format import detect_older_format
 from catalogue.manifest.types import Issue, LoadResult, Manifest, RuntimeManifest, freeze
@@ -286,11 +291,11 @@ class _Loader:
         self.merged = False
         self.locales: list[str] = []
         self.instruction_locales: list[str] = []
-        # The catalogue's text per locale, as read here (locale files, then PLUGIN.<locale>.md),
-        # and locales/<locale>.messages.json: carried on the Manifest, never read again.
+        # The catalogue's text per locale (locale files, then PLUGIN.<locale>.md) and each
+        # locales/ file as parsed here: what build() carries on the Manifest from them.
         self.texts_from_files: dict[str, dict[str, str]] = {}
         self.texts_from_variants: dict[str, dict[str, str]] = {}
-        self.messages: dict[str, dict[str, str] | None] = {}
+        self.locale_data: dict[str, Any] = {}
 
     # ------------------------------------------------------------ reading files
 
@@ -465,9 +470,8 @@ class _Loader:
                 match = _LOCALE_FILE.match(entry.name)
                 if not match or not entry.is_file():
                     continue
-                relative = f"{LOCALES_DIR}/{entry.name}"
-                self.current_file = relative
-                data = check_locale_file(
+                self.current_file = relative = f"{LOCALES_DIR}/{entry.name}"
+                data = self.locale_data[entry.name] = check_locale_file(
                     self.ctx,
                     self.root,
                     relative,
@@ -477,7 +481,6 @@ class _Loader:
                 if texts := _catalogue_texts((data or {}).get(PLUGIN_FILE)):
                     self.texts_from_files.setdefault(match.group(1), {}).update(texts)
                 self.add_locale(match.group(1), instructions=False)
-            self.messages = read_messages(locales_dir)
 
     def scan_variants(self, rel_dir: str, pattern: re.Pattern[str], kind: str) -> None:
         folder = self.root / rel_dir if rel_dir else self.root
@@ -568,7 +571,10 @@ class _Loader:
             locales=tuple(self.locales),
             languages=MappingProxyType({"text": tuple(text), "instructions": tuple(instructions)}),
             translations=freeze(merge_texts(self.texts_from_files, self.texts_from_variants)),
-            messages=freeze(self.messages),
+            messages=freeze(read_messages(self.root / LOCALES_DIR)),
+            message_sections=freeze(
+                read_message_sections(self.root / LOCALES_DIR, self.locale_data)
+            ),
         )
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from catalogue.manifest import package_files, rules, schema
 from catalogue.manifest.context import MAX_FILE_BYTES, PLUGIN_FILE, Context
@@ -101,7 +102,7 @@ def read_messages(locales_dir: Path) -> dict[str, dict[str, str] | None]:
     the loader for the sessions that show them (Manifest.messages). Not part of the verdict: a
     file that is not a JSON object of texts translates nothing (None)."""
     found: dict[str, dict[str, str] | None] = {}
-    for entry in sorted(locales_dir.iterdir()):
+    for entry in sorted(locales_dir.iterdir()) if locales_dir.is_dir() else ():
         match = _MESSAGES_FILE.match(entry.name)
         if not match:
             continue
@@ -113,6 +114,38 @@ def read_messages(locales_dir: Path) -> dict[str, dict[str, str] | None]:
             continue
         if isinstance(data, dict):
             found[match.group(1)] = {str(k): v for k, v in data.items() if isinstance(v, str)}
+    return found
+
+
+def read_message_sections(locales_dir: Path, parsed: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `messages:` section of each locales/*.yaml|yml, as [{file, messages}] in name order,
+    for the host's ctx.messages (Manifest.message_sections; pluginhost/node/messages.mjs leaves
+    out a file not named after a known language).
+
+    parsed holds what check_locale_file read, by file name (None: refused, and the package with
+    it), so those files are not read twice;
+    another .yaml file (a name the loader does not take for a locale, such as zh_CN.yaml) is
+    read here, once. A symbolic link, a file over the limit or one that cannot be read or
+    parsed translates nothing; only string entries count.
+    """
+    found: list[dict[str, Any]] = []
+    for entry in sorted(locales_dir.iterdir()) if locales_dir.is_dir() else ():
+        if entry.suffix not in (".yaml", ".yml") or entry.is_symlink() or not entry.is_file():
+            continue
+        try:
+            if entry.stat().st_size > MAX_FILE_BYTES:
+                continue
+            if entry.name in parsed:
+                data = parsed[entry.name]
+            else:
+                raw = package_files.read_bytes(entry, limit=MAX_FILE_BYTES)
+                data = parse_yaml(raw.decode("utf-8"), entry.name, [])
+        except (OSError, UnicodeDecodeError, package_files.FileRefused):
+            continue
+        section = data.get(MESSAGES_SECTION) if isinstance(data, dict) else None
+        if isinstance(section, dict):
+            texts = {str(k): v for k, v in section.items() if isinstance(v, str)}
+            found.append({"file": entry.name, "messages": texts})
     return found
 
 

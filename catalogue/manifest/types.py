@@ -133,13 +133,18 @@ class Manifest:
     # translations: {locale: {"displayName"?, "description"?, "body"?}} for the catalogue, from
     #   locales/<locale>.yaml|yml|json ("PLUGIN.md" section) and PLUGIN.<locale>.md (which wins);
     # messages: {locale: {source text: translation}} from locales/<locale>.messages.json, for
-    #   the code's texts (None for a file that could not be read as a JSON object of texts).
+    #   the code's texts (None for a file that could not be read as a JSON object of texts),
+    #   which the play page's UI specs show (sessions.selectors.package_messages);
+    # message_sections: ({"file": "zh.yaml", "messages": {source text: translation}}, ...), the
+    #   `messages:` section of each locales/*.yaml|yml in name order, which the plugin host
+    #   gives handlers as ctx.messages (locale_files.read_message_sections). The two do not mix.
     translations: Mapping[str, Mapping[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
     messages: Mapping[str, Mapping[str, str] | None] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    message_sections: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def kind(self) -> str:

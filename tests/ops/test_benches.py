@@ -37,6 +37,11 @@ SMALLEST = {
         "calls/s",
     ),
     "turns.py": (["--sessions", "1,2", "--turns", "2"], "| 2 |"),
+    # The checkout against itself: two trees' children, the medians and their ratio.
+    "compare_trees.py": (
+        ["--old", ".", "--rounds", "1", "--turns", "4", "--parallel", "2", "--calls", "20"],
+        "new/old",
+    ),
 }
 
 

@@ -4,13 +4,18 @@ catalogue, translations only a catalogue of the session's language and script.""
 
 from __future__ import annotations
 
+import builtins
+import io
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from catalogue.manifest import load_package
+from catalogue.manifest.types import thaw
 from pluginhost.host import node_binary
-from pluginhost.services import message_catalogs
+from pluginhost.services import message_catalogs, plugin_tool_call
 
 MESSAGES = Path(__file__).resolve().parents[2] / "pluginhost" / "node" / "messages.mjs"
 
@@ -75,18 +80,80 @@ def test_a_package_without_catalogues_gets_no_messages():
     assert messages_for([{"file": "notes.yaml", "messages": {"a": "b"}}], "zh")["out"] == [None]
 
 
-def test_python_reads_the_messages_sections_of_the_locale_files(tmp_path):
-    (tmp_path / "locales").mkdir()
-    (tmp_path / "locales" / "zh.yaml").write_text(
-        'PLUGIN.md:\n  description: 说明\nmessages:\n  Hints: 提示\n  "Count {n}": 3\n',
-        encoding="utf-8",
+def test_the_loader_carries_the_messages_sections_of_the_locale_files(tmp_path):
+    root = tmp_path / "pkg"
+    (root / "locales").mkdir(parents=True)
+    (root / "PLUGIN.md").write_text(
+        "---\nid: pkg\nversion: 0.1.0\ndescription: A test package.\n---\nPrompt.\n", "utf-8"
     )
-    (tmp_path / "locales" / "fr.yaml").write_text("PLUGIN.md:\n  description: x\n", "utf-8")
-    (tmp_path / "locales" / "de.yaml").write_text("messages: [broken\n", encoding="utf-8")
-    (tmp_path / "locales" / "lock.json").write_text("{}", encoding="utf-8")
+    (root / "locales" / "zh.yaml").write_text(
+        "PLUGIN.md:\n  description: 说明\nmessages:\n  Hints: 提示\n", encoding="utf-8"
+    )
+    (root / "locales" / "fr.yaml").write_text("PLUGIN.md:\n  description: x\n", "utf-8")
+    # Not a name the loader takes for a locale, but the host always read it (messages.mjs
+    # decides whether it is a language): carried too.
+    (root / "locales" / "zh_TW.yml").write_text("messages:\n  Hints: 提示。\n  n: 3\n", "utf-8")
+    (root / "locales" / "broken.yaml").write_text("messages: [broken\n", encoding="utf-8")
+    (root / "locales" / "large_notes.yaml").write_text(
+        "messages:\n  Hints: " + "x" * (1024 * 1024) + "\n", encoding="utf-8"
+    )
+    (root / "locales" / "fr.messages.json").write_text('{"Level": "Niveau"}', encoding="utf-8")
 
-    class Package:
-        path = str(tmp_path)
+    result = load_package(root)
 
-    # Non-string entries are left out; a file without a section or unreadable gives nothing.
-    assert message_catalogs(Package()) == [{"file": "zh.yaml", "messages": {"Hints": "提示"}}]
+    assert result.ok, [str(issue) for issue in result.errors]
+    # Non-string entries are left out; a file without a section, unparsable or over the
+    # host's 1 MiB gives nothing; messages.json stays apart (the play page's UI texts).
+    assert message_catalogs(result.manifest) == [
+        {"file": "zh.yaml", "messages": {"Hints": "提示"}},
+        {"file": "zh_TW.yml", "messages": {"Hints": "提示。"}},
+    ]
+    assert thaw(result.manifest.messages) == {"fr": {"Level": "Niveau"}}
+
+
+TRANSLATING_TOOL = """
+export default function register(covel) {
+  covel.registerTool(covel.toolkit.tool({ name: "hints", description: "h",
+    parameters: covel.toolkit.z.object({}),
+    async execute(_args, ctx) { return ctx.messages?.translations?.Hints ?? "none"; } }));
+}
+"""
+
+
+def test_the_host_takes_the_messages_from_the_manifest_and_reads_no_locale_file(
+    make_package, host, callbacks, monkeypatch
+):
+    manifest = make_package(
+        "contributes:\n  tools: [hints]\n",
+        {
+            "server/index.js": TRANSLATING_TOOL,
+            "locales/zh.yaml": "messages:\n  Hints: 提示\n",
+        },
+    )
+    locale_file = (Path(manifest.path) / "locales" / "zh.yaml").resolve()
+    reads: list[str] = []
+
+    def watching(opener):
+        def open_(file, *args, **kwargs):
+            if isinstance(file, str | bytes | os.PathLike):
+                if Path(os.fsdecode(file)).resolve() == locale_file:
+                    reads.append(os.fsdecode(file))
+            return opener(file, *args, **kwargs)
+
+        return open_
+
+    # Path.read_text/read_bytes open through io.open, package_files through os.open.
+    for module in (builtins, io, os):
+        monkeypatch.setattr(module, "open", watching(module.open))
+
+    envelope = plugin_tool_call(
+        manifest=manifest,
+        tool="hints",
+        args={},
+        callbacks=callbacks,
+        context={"locale": "zh-CN"},
+        host=host,
+    )
+
+    assert envelope.content == "提示"
+    assert reads == []
