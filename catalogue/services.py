@@ -389,10 +389,11 @@ def sync_lock() -> Iterator[None]:
 
 @contextmanager
 def _without_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused for the sync. A first sync holds every package's verdict
-    until its rows are written, and each full collection walks all of them again: at 10,000
-    packages that was a tenth of the sync's CPU and growing faster than the count. Reference
-    counting still frees everything else; the cycles made meanwhile are collected after."""
+    """Python's automatic cycle collection paused for the sync. A sync holds a row of every
+    package it found (all of them in a sync of an indexed directory) and each full collection
+    walks them all again: at 10,000 packages that was a tenth of a first sync's CPU, and grew
+    faster than the count. Reference counting frees the rest; the sync collects each chunk's
+    young cycles itself."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -421,6 +422,33 @@ def packages_sync(
             force=force,
             progress=progress,
         )
+
+
+# Candidates loaded, written and code-checked together. A first sync holds this many packages'
+# loader verdicts at once, never the whole directory's: its memory stays flat whatever the
+# count (a verdict is tens of KB; 100,000 of them were GBs). As many as one Node checker parses
+# before it is replaced (pluginhost.codecheck.RECYCLE_AFTER), so a chunk costs no extra start.
+SYNC_CHUNK = 500
+
+
+@dataclass
+class _SyncRun:
+    """What a sync carries from one chunk to the next: a few small values a package."""
+
+    host_version: str
+    existing: dict[str, Package]  # source folder -> its row, as the sync began
+    known_ids: set[str]  # the package ids of those rows
+    scopes: dict[str, str]  # package id -> the content hash approvals last saw
+    summary: SyncSummary = field(default_factory=SyncSummary)
+    kept: set[int] = field(default_factory=set)  # rows a folder still claims
+    claimed: dict[str, tuple[Path, str]] = field(default_factory=dict)  # id -> (folder, source)
+    winners: dict[str, int] = field(default_factory=dict)  # id -> the row written or kept
+    # id -> notes on the copies it shadows: as known so far, and as its row holds them
+    shadowed: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    noted: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+
+
+_Pending = tuple[str, Path, str, str, list[list[Any]], LoadResult | None, Package | None]
 
 
 def _packages_sync(
@@ -455,135 +483,39 @@ def _packages_sync(
             )
         )
     }
-    summary = SyncSummary()
-    claimed: dict[str, Path] = {}
-    sources: dict[str, str] = {}  # folder -> Package.Source, for the shadowing note
-    versions: dict[str, str] = {}  # folder of an ignored copy -> the version it declares
-    kept: set[int] = set()
-    pending: list[
-        tuple[str, Path, str, str, list[list[Any]], LoadResult | None, Package | None]
-    ] = []
-
-    stats_seen: dict[int, list[list[Any]]] = {}  # row pk -> fresh stats of an unchanged package
-    rules = rules_version()
-    for number, (path, source) in enumerate(candidates, start=1):
-        if progress:
-            progress(number, len(candidates), path.name)
-        row = existing.get(str(path))
-        known = (
-            not force
-            and row is not None
-            and row.host_version == host_version
-            and row.rules_version == rules
-            and row.source == source
-            and not row.stale
-        )
-        stats = package_stats(path)
-        content_hash = ""
-        if known and stats and stats == row.file_stats:
-            unchanged = True  # every file's size and times as last seen: no byte is read
-            content_hash = row.content_hash
-        elif known:
-            content_hash = package_content_hash(path=path)
-            unchanged = row.content_hash == content_hash
-            if unchanged and stats != row.file_stats:
-                stats_seen[row.pk] = stats  # touched, not changed: only the stats are new
-        else:
-            unchanged = False
-        result = None if unchanged else _load(path, host_version, content_hash)
-        if result is not None:
-            content_hash = result.content_hash or content_hash or package_content_hash(path=path)
-        package_id = row.package_id if unchanged else package_id_of(result)
-        sources[str(path)] = source
-        if package_id in claimed:
-            summary.duplicates.append((package_id, str(path), str(claimed[package_id])))
-            versions[str(path)] = _declared_version(result)
-            continue
-        claimed[package_id] = path
-        pending.append(
-            (package_id, path, source, content_hash, stats, result, row if unchanged else None)
-        )
-
-    shadowed: dict[str, list[dict[str, str]]] = {}
-    for package_id, ignored, kept_dir in summary.duplicates:
-        shadowed.setdefault(package_id, []).append(
-            shadow_note(
-                package_id,
-                ignored=ignored,
-                ignored_source=sources[ignored],
-                ignored_version=versions.get(ignored, ""),
-                kept_source=sources[kept_dir],
-            )
-        )
-
-    scopes = _approval_scope_hashes()
-    checks: list[tuple[Package, Any]] = []  # (row, its Manifest or None) for the code check
-    known_ids = {row.package_id for row in existing.values()}
-    batched = _index_new_in_batches(
-        [item for item in pending if item[6] is None and item[0] not in known_ids],
+    run = _SyncRun(
         host_version=host_version,
-        shadowed=shadowed,
+        existing=existing,
+        known_ids={row.package_id for row in existing.values()},
+        scopes=_approval_scope_hashes(),
     )
-    for package_id, path, source, content_hash, stats, result, row in pending:
-        if row is not None:
-            summary.unchanged.append(package_id)
-            kept.add(row.pk)
-            if row.pk in stats_seen:
-                Package.objects.filter(pk=row.pk).update(file_stats=stats_seen[row.pk])
-            if row.source != Package.Source.BUNDLED and scopes.get(package_id) != content_hash:
-                # Indexed, but approvals never saw these files (a sync from before one package
-                # transaction, or a crash): record what it asks for now rather than leave it
-                # waiting for a review nobody was asked for.
-                try:
-                    with transaction.atomic():
-                        _request_approval(Package.objects.get(pk=row.pk))
-                except Exception:
-                    log.exception("could not request approval for %s", package_id)
-            if row.state == Package.State.LOADED:
-                checks.append((row, None))  # the check skips a row whose verdict is current
-            if row.shadowed != shadowed.get(package_id, []):
-                Package.objects.filter(pk=row.pk).update(shadowed=shadowed.get(package_id, []))
-            if row.state == Package.State.ERROR:
-                summary.invalid.append((package_id, row.errors))
-            continue
-        package = batched.get(package_id)
-        try:
-            if package is None:  # not indexed with a batch of new packages
-                package = _index_one(
-                    result,
-                    source=source,
-                    content_hash=content_hash,
-                    host_version=host_version,
-                    shadowed=shadowed.get(package_id),
-                    file_stats=stats,
-                )
-        except Exception as exc:  # one package's rows must never stop the others
-            log.exception("could not index %s", path)
-            previous = existing.get(str(path))
-            if previous is not None:  # keep the last good card rather than drop the package
-                kept.add(previous.pk)
-            summary.invalid.append(
-                (
-                    package_id,
-                    [
-                        {
-                            "file": "PLUGIN.md",
-                            "path": "",
-                            "code": "index-failure",
-                            "message": str(exc),
-                        }
-                    ],
-                )
-            )
-            continue
-        kept.add(package.pk)
-        summary.indexed.append(package_id)
-        if package.state == Package.State.ERROR:
-            summary.invalid.append((package_id, package.errors))
-        checks.append((package, result.manifest if result is not None else None))
+    rules = rules_version()
+    for start in range(0, len(candidates), SYNC_CHUNK):
+        # Passed straight on, never held here: the chunk's verdicts are gone before the next
+        # chunk loads.
+        _chunk_write(
+            run,
+            *_chunk_load(
+                run,
+                candidates[start : start + SYNC_CHUNK],
+                first=start + 1,
+                total=len(candidates),
+                force=force,
+                rules=rules,
+                progress=progress,
+            ),
+        )
+        # The chunk's reference cycles (the loader's recursive helpers leave a few a package),
+        # freed while they are young: this walks only what the chunk left, not every live row.
+        gc.collect(0)
 
-    _code_checks(checks)
+    # A copy found after its winner's row was written: the winner's notes, set now.
+    for package_id in sorted(run.shadowed.keys() | run.noted.keys()):
+        notes = run.shadowed.get(package_id, [])
+        if package_id in run.winners and run.noted.get(package_id, []) != notes:
+            Package.objects.filter(pk=run.winners[package_id]).update(shadowed=notes)
 
+    summary = run.summary
     for package_id, ignored, kept_dir in summary.duplicates:
         summary.invalid.append(
             (
@@ -601,7 +533,7 @@ def _packages_sync(
 
     # The rows no folder claimed, found in memory: a NOT IN over every kept row would pass one
     # parameter per package (PostgreSQL takes at most 65,535).
-    gone = [row for row in existing.values() if row.pk not in kept]
+    gone = [row for row in existing.values() if row.pk not in run.kept]
     summary.removed = sorted(row.package_id for row in gone)
     if summary.removed:
         try:
@@ -611,6 +543,146 @@ def _packages_sync(
             log.exception("could not remove %s", ", ".join(summary.removed))
             summary.removed = []
     return summary
+
+
+def _chunk_load(
+    run: _SyncRun,
+    chunk: list[tuple[Path, str]],
+    *,
+    first: int,
+    total: int,
+    force: bool,
+    rules: str,
+    progress: Callable[[int, int, str], None] | None,
+) -> tuple[list[_Pending], dict[int, list[list[Any]]]]:
+    """Load the chunk's changed packages (an unchanged one is known by its stats or its hash)
+    and apply precedence: a package id already claimed, here or in an earlier chunk, is a
+    duplicate, noted on its winner."""
+    pending: list[_Pending] = []
+    stats_seen: dict[int, list[list[Any]]] = {}  # row pk -> fresh stats of an unchanged package
+    for number, (path, source) in enumerate(chunk, start=first):
+        if progress:
+            progress(number, total, path.name)
+        row = run.existing.get(str(path))
+        known = (
+            not force
+            and row is not None
+            and row.host_version == run.host_version
+            and row.rules_version == rules
+            and row.source == source
+            and not row.stale
+        )
+        stats = package_stats(path)
+        content_hash = ""
+        if known and stats and stats == row.file_stats:
+            unchanged = True  # every file's size and times as last seen: no byte is read
+            content_hash = row.content_hash
+        elif known:
+            content_hash = package_content_hash(path=path)
+            unchanged = row.content_hash == content_hash
+            if unchanged and stats != row.file_stats:
+                stats_seen[row.pk] = stats  # touched, not changed: only the stats are new
+        else:
+            unchanged = False
+        result = None if unchanged else _load(path, run.host_version, content_hash)
+        if result is not None:
+            content_hash = result.content_hash or content_hash or package_content_hash(path=path)
+        package_id = row.package_id if unchanged else package_id_of(result)
+        if package_id in run.claimed:
+            kept_dir, kept_source = run.claimed[package_id]
+            run.summary.duplicates.append((package_id, str(path), str(kept_dir)))
+            run.shadowed.setdefault(package_id, []).append(
+                shadow_note(
+                    package_id,
+                    ignored=str(path),
+                    ignored_source=source,
+                    ignored_version=_declared_version(result),
+                    kept_source=kept_source,
+                )
+            )
+            continue
+        run.claimed[package_id] = (path, source)
+        pending.append(
+            (package_id, path, source, content_hash, stats, result, row if unchanged else None)
+        )
+    return pending, stats_seen
+
+
+def _chunk_write(
+    run: _SyncRun, pending: list[_Pending], stats_seen: dict[int, list[list[Any]]]
+) -> None:
+    """Write the chunk's rows (new packages in batches), its approval requests, then its code
+    checks; the summary gets its packages in folder order."""
+    summary = run.summary
+    checks: list[tuple[Package, Any]] = []  # (row, its Manifest or None) for the code check
+    batched = _index_new_in_batches(
+        [item for item in pending if item[6] is None and item[0] not in run.known_ids],
+        host_version=run.host_version,
+        shadowed=run.shadowed,
+    )
+    for package_id, path, source, content_hash, stats, result, row in pending:
+        if row is not None:
+            summary.unchanged.append(package_id)
+            run.kept.add(row.pk)
+            run.winners[package_id] = row.pk
+            if row.shadowed:
+                run.noted[package_id] = row.shadowed
+            if row.pk in stats_seen:
+                Package.objects.filter(pk=row.pk).update(file_stats=stats_seen[row.pk])
+            if row.source != Package.Source.BUNDLED and run.scopes.get(package_id) != content_hash:
+                # Indexed, but approvals never saw these files (a sync from before one package
+                # transaction, or a crash): record what it asks for now rather than leave it
+                # waiting for a review nobody was asked for.
+                try:
+                    with transaction.atomic():
+                        _request_approval(Package.objects.get(pk=row.pk))
+                except Exception:
+                    log.exception("could not request approval for %s", package_id)
+            if row.state == Package.State.LOADED:
+                checks.append((row, None))  # the check skips a row whose verdict is current
+            if row.state == Package.State.ERROR:
+                summary.invalid.append((package_id, row.errors))
+            continue
+        package = batched.get(package_id)
+        try:
+            if package is None:  # not indexed with a batch of new packages
+                package = _index_one(
+                    result,
+                    source=source,
+                    content_hash=content_hash,
+                    host_version=run.host_version,
+                    shadowed=run.shadowed.get(package_id),
+                    file_stats=stats,
+                )
+        except Exception as exc:  # one package's rows must never stop the others
+            log.exception("could not index %s", path)
+            previous = run.existing.get(str(path))
+            if previous is not None:  # keep the last good card rather than drop the package
+                run.kept.add(previous.pk)
+            summary.invalid.append(
+                (
+                    package_id,
+                    [
+                        {
+                            "file": "PLUGIN.md",
+                            "path": "",
+                            "code": "index-failure",
+                            "message": str(exc),
+                        }
+                    ],
+                )
+            )
+            continue
+        run.kept.add(package.pk)
+        run.winners[package_id] = package.pk
+        if run.shadowed.get(package_id):  # a copy, not the list later copies are added to
+            run.noted[package_id] = list(run.shadowed[package_id])
+        summary.indexed.append(package_id)
+        if package.state == Package.State.ERROR:
+            summary.invalid.append((package_id, package.errors))
+        checks.append((package, result.manifest if result is not None else None))
+
+    _code_checks(checks)
 
 
 def _index_one(result: LoadResult, **kwargs: Any) -> Package:
