@@ -228,6 +228,7 @@ def main() -> None:
             "| read req/s | read p50 ms | turn vs read |"
         )
         print("|---|---|---|---|---|---|---|")
+        measured: dict[int, tuple[float, float, float]] = {}  # level -> turns/s, p95, CPU ms
         for level in levels:
             sessions = rows["sessions"][:level]
             per = max(1, args.turns // level)
@@ -244,9 +245,30 @@ def main() -> None:
                 f"| {reads['per_s'] / turns['per_s']:.1f}x |",
                 flush=True,
             )
+            measured[level] = (turns["per_s"], turns["p95"], web + node + db + clients)
+        scale_verdict(measured)
     finally:
         for server in servers:
             server.stop()
+
+
+def scale_verdict(measured: dict[int, tuple[float, float, float]]) -> None:
+    """The issue's scale targets (the most sessions reach 3x the turns/s of one, p95 under
+    1 s), next to what this machine's cores allow: when one session already keeps a core busy,
+    no code change reaches 3x on two cores, and the bench says so rather than only 'missed'."""
+    if 1 not in measured or len(measured) < 2:
+        return
+    top = max(measured)
+    one_rate, _, one_cpu = measured[1]
+    rate, p95, _ = measured[top]
+    cores = os.cpu_count() or 1
+    # Turns/s the cores could serve at one session's CPU a turn, over one session's rate.
+    ceiling = cores * 1000 / one_cpu / one_rate if one_cpu > 0 else float("inf")
+    print(
+        f"{top} sessions / 1: {rate / one_rate:.1f}x (target at least 3x; these {cores} cores "
+        f"allow at most {ceiling:.1f}x at {one_cpu:.0f} ms of CPU a turn); "
+        f"p95 at {top}: {p95:.0f} ms ({'meets' if p95 < 1000 else 'MISSES'} the 1 s target)"
+    )
 
 
 if __name__ == "__main__":
