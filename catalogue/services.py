@@ -436,7 +436,9 @@ class _SyncRun:
     """What a sync carries from one chunk to the next: a few small values a package."""
 
     host_version: str
-    existing: dict[str, Package]  # source folder -> its row, as the sync began
+    # source folder -> (row pk, package id) of every row as the sync began: the whole rows are
+    # read a chunk at a time (`existing`), so a re-sync's memory does not grow with the catalogue.
+    at_start: dict[str, tuple[int, str]]
     known_ids: set[str]  # the package ids of those rows
     scopes: dict[str, str]  # package id -> the content hash approvals last saw
     summary: SyncSummary = field(default_factory=SyncSummary)
@@ -446,6 +448,7 @@ class _SyncRun:
     # id -> notes on the copies it shadows: as known so far, and as its row holds them
     shadowed: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     noted: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    existing: dict[str, Package] = field(default_factory=dict)  # the current chunk's rows
 
 
 _Pending = tuple[str, Path, str, str, list[list[Any]], LoadResult | None, Package | None]
@@ -459,38 +462,21 @@ def _packages_sync(
     progress: Callable[[int, int, str], None] | None,
 ) -> SyncSummary:
     candidates = package_candidates(folders=folders)
-    existing = {
-        p.source_dir: p
-        for p in Package.objects.only(
-            "id",
-            "package_id",
-            "source_dir",
-            "source",
-            "content_hash",
-            "host_version",
-            "rules_version",
-            "state",
-            "errors",
-            "shadowed",
-            "trust",
-            "code_checked",
-            "file_stats",
-        ).annotate(
-            # A row indexed before a column was added (body, readme NULL) lacks data its hash cannot
-            # tell: treat it as changed, once.
-            stale=ExpressionWrapper(
-                Q(body__isnull=True) | Q(readme__isnull=True), output_field=BooleanField()
-            )
+    at_start = {
+        source_dir: (pk, package_id)
+        for pk, package_id, source_dir in Package.objects.values_list(
+            "pk", "package_id", "source_dir"
         )
     }
     run = _SyncRun(
         host_version=host_version,
-        existing=existing,
-        known_ids={row.package_id for row in existing.values()},
+        at_start=at_start,
+        known_ids={package_id for _, package_id in at_start.values()},
         scopes=_approval_scope_hashes(),
     )
     rules = rules_version()
     for start in range(0, len(candidates), SYNC_CHUNK):
+        run.existing = _rows_of(run, candidates[start : start + SYNC_CHUNK])
         # Passed straight on, never held here: the chunk's verdicts are gone before the next
         # chunk loads.
         _chunk_write(
@@ -533,16 +519,50 @@ def _packages_sync(
 
     # The rows no folder claimed, found in memory: a NOT IN over every kept row would pass one
     # parameter per package (PostgreSQL takes at most 65,535).
-    gone = [row for row in existing.values() if row.pk not in run.kept]
-    summary.removed = sorted(row.package_id for row in gone)
+    gone = [(pk, package_id) for pk, package_id in at_start.values() if pk not in run.kept]
+    summary.removed = sorted(package_id for _, package_id in gone)
     if summary.removed:
         try:
             with transaction.atomic():
-                Package.objects.filter(pk__in=[row.pk for row in gone]).delete()
+                Package.objects.filter(pk__in=[pk for pk, _ in gone]).delete()
         except (ProtectedError, RestrictedError):  # another app still needs a removed row
             log.exception("could not remove %s", ", ".join(summary.removed))
             summary.removed = []
     return summary
+
+
+def _rows_of(run: _SyncRun, chunk: list[tuple[Path, str]]) -> dict[str, Package]:
+    """source folder -> the row it had as the sync began, for the chunk's folders: what telling
+    an unchanged package needs (stats, hash, versions, state), and no more."""
+    pks = [run.at_start[str(path)][0] for path, _ in chunk if str(path) in run.at_start]
+    if not pks:
+        return {}
+    return {
+        row.source_dir: row
+        for row in Package.objects.filter(pk__in=pks)
+        .only(
+            "id",
+            "package_id",
+            "source_dir",
+            "source",
+            "content_hash",
+            "host_version",
+            "rules_version",
+            "state",
+            "errors",
+            "shadowed",
+            "trust",
+            "code_checked",
+            "file_stats",
+        )
+        .annotate(
+            # A row indexed before a column was added (body, readme NULL) lacks data its hash
+            # cannot tell: treat it as changed, once.
+            stale=ExpressionWrapper(
+                Q(body__isnull=True) | Q(readme__isnull=True), output_field=BooleanField()
+            )
+        )
+    }
 
 
 def _chunk_load(

@@ -8,6 +8,8 @@ import gc
 import weakref
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from catalogue import services
 from catalogue.models import Package
@@ -48,6 +50,35 @@ def test_a_first_sync_holds_one_chunk_of_verdicts_at_a_time(real_plugin_dirs, mo
     # Held all at once, 13 would be alive at the last load (cycle collection is paused during
     # a sync, so a verdict in a reference cycle would stay too).
     assert most == 4
+
+
+def test_a_re_sync_reads_whole_rows_a_chunk_at_a_time(real_plugin_dirs, monkeypatch):
+    """The rows as the sync began are read a chunk at a time (what an unchanged package is
+    known by: stats, hash, versions), not all at once: a re-sync's memory does not grow with
+    the catalogue. A folder gone is still found and its row removed."""
+    for n in range(13):
+        package = real_plugin_dirs.community / f"pkg-{n:02d}"
+        package.mkdir()
+        (package / "PLUGIN.md").write_text(PLUGIN_MD.format(n=n))
+    assert len(packages_sync().indexed) == 13
+    (real_plugin_dirs.community / "pkg-05" / "PLUGIN.md").unlink()
+    (real_plugin_dirs.community / "pkg-05").rmdir()
+    monkeypatch.setattr(services, "SYNC_CHUNK", 4)
+
+    with CaptureQueriesContext(connection) as queries:
+        summary = packages_sync()
+    assert len(summary.unchanged) == 12 and summary.removed == ["pkg-05"]
+    # The sync's reads of whole rows (their stats, and whether a column added since is empty);
+    # the delete's own read of the removed row is not one of them.
+    whole_rows = [
+        q["sql"]
+        for q in queries
+        if '"file_stats"' in q["sql"].split("FROM")[0] and "IS NULL" in q["sql"]
+    ]
+    # Three chunks of the 12 folders left, each read by its rows' keys, at most 4 of them.
+    assert len(whole_rows) == 3, whole_rows
+    assert all(sql.count(" IN (") == 1 and sql.count(",") < 40 for sql in whole_rows)
+    assert not Package.objects.filter(package_id="pkg-05").exists()
 
 
 def shadowing_folders(plugin_dirs) -> None:
