@@ -533,13 +533,16 @@ def _packages_sync(
 
 def _rows_of(run: _SyncRun, chunk: list[tuple[Path, str]]) -> dict[str, Package]:
     """source folder -> the row it had as the sync began, for the chunk's folders: what telling
-    an unchanged package needs (stats, hash, versions, state), and no more."""
-    pks = [run.at_start[str(path)][0] for path, _ in chunk if str(path) in run.at_start]
-    if not pks:
+    an unchanged package needs (stats, hash, versions, state), and no more. Keyed by the folder
+    the row had at the start, even if an earlier chunk has moved it since."""
+    folder_of = {
+        run.at_start[str(path)][0]: str(path) for path, _ in chunk if str(path) in run.at_start
+    }
+    if not folder_of:
         return {}
     return {
-        row.source_dir: row
-        for row in Package.objects.filter(pk__in=pks)
+        folder_of[row.pk]: row
+        for row in Package.objects.filter(pk__in=list(folder_of))
         .only(
             "id",
             "package_id",
