@@ -476,14 +476,15 @@ def _packages_sync(
     )
     rules = rules_version()
     for start in range(0, len(candidates), SYNC_CHUNK):
-        run.existing = _rows_of(run, candidates[start : start + SYNC_CHUNK])
+        chunk = candidates[start : start + SYNC_CHUNK]
+        run.existing = _rows_of(run, chunk)
         # Passed straight on, never held here: the chunk's verdicts are gone before the next
         # chunk loads.
         _chunk_write(
             run,
             *_chunk_load(
                 run,
-                candidates[start : start + SYNC_CHUNK],
+                chunk,
                 first=start + 1,
                 total=len(candidates),
                 force=force,

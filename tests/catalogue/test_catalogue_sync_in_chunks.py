@@ -27,12 +27,16 @@ Notes about package {n}.
 """
 
 
-def test_a_first_sync_holds_one_chunk_of_verdicts_at_a_time(real_plugin_dirs, monkeypatch):
-    monkeypatch.setattr(services, "SYNC_CHUNK", 4)
-    for n in range(13):
-        package = real_plugin_dirs.community / f"pkg-{n:02d}"
+def write_packages(folder, count: int) -> None:
+    for n in range(count):
+        package = folder / f"pkg-{n:02d}"
         package.mkdir()
         (package / "PLUGIN.md").write_text(PLUGIN_MD.format(n=n))
+
+
+def test_a_first_sync_holds_one_chunk_of_verdicts_at_a_time(real_plugin_dirs, monkeypatch):
+    monkeypatch.setattr(services, "SYNC_CHUNK", 4)
+    write_packages(real_plugin_dirs.community, 13)
     results: list[weakref.ref] = []  # the real loader's results, alive until freed
     most = 0
     real_load = services._load_package
@@ -56,10 +60,7 @@ def test_a_re_sync_reads_whole_rows_a_chunk_at_a_time(real_plugin_dirs, monkeypa
     """The rows as the sync began are read a chunk at a time (what an unchanged package is
     known by: stats, hash, versions), not all at once: a re-sync's memory does not grow with
     the catalogue. A folder gone is still found and its row removed."""
-    for n in range(13):
-        package = real_plugin_dirs.community / f"pkg-{n:02d}"
-        package.mkdir()
-        (package / "PLUGIN.md").write_text(PLUGIN_MD.format(n=n))
+    write_packages(real_plugin_dirs.community, 13)
     assert len(packages_sync().indexed) == 13
     (real_plugin_dirs.community / "pkg-05" / "PLUGIN.md").unlink()
     (real_plugin_dirs.community / "pkg-05").rmdir()
@@ -136,10 +137,7 @@ def test_chunks_write_what_one_piece_writes(plugin_dirs, approval_calls, monkeyp
 
 def test_a_chunks_reference_cycles_are_freed_before_the_next_chunk(real_plugin_dirs, monkeypatch):
     monkeypatch.setattr(services, "SYNC_CHUNK", 4)
-    for n in range(13):
-        package = real_plugin_dirs.community / f"pkg-{n:02d}"
-        package.mkdir()
-        (package / "PLUGIN.md").write_text(PLUGIN_MD.format(n=n))
+    write_packages(real_plugin_dirs.community, 13)
     gc.collect()
     gc.disable()  # nothing collected behind the sync's back, before or after it
     try:
