@@ -19,8 +19,13 @@ from typing import Any
 
 
 class StandInModel:
-    def __init__(self, replies: list[Any] | None = None, *, exhausted_status: int = 500) -> None:
+    def __init__(
+        self, replies: list[Any] | None = None, *, exhausted_status: int = 500, repeat: bool = False
+    ) -> None:
         self.replies: list[Any] = list(replies or [])
+        # repeat: the script's last reply answers every request that reaches it, for ever (a
+        # benchmark's model); otherwise each reply answers once.
+        self.repeat = repeat
         # What a request past the script gets: 500 by default; runtime cases use a non-transient
         # 400 so that a run asking for more than was scripted fails at once, without retries.
         self.exhausted_status = exhausted_status
@@ -52,7 +57,9 @@ class StandInModel:
                     "status": self.exhausted_status,
                     "content": "stand-in: no scripted reply left",
                 }
-            reply = self.replies.pop(0)
+            reply = (
+                self.replies[0] if self.repeat and len(self.replies) == 1 else self.replies.pop(0)
+            )
         # A reply may be a function of the request: a model that reads its prompt and answers.
         return reply(body) if callable(reply) else reply
 

@@ -1,8 +1,10 @@
-"""Names, values, reads and inserts for the few statements written by hand.
+"""Names, values, reads and writes for the few statements written by hand.
 
-The job hot path and event appends run plain SQL: the ORM spends more time compiling a
-statement than the database spends running it (a Session read by primary key costs ~0.4 ms of
-compiling on the development VM, a few hundredths of a millisecond of SQLite). Table and
+The job hot path, event appends, and the reads and writes every turn or session API call
+makes (the session with its world and owner, an API token with its user, the turn's row) run
+plain SQL: the ORM spends more time compiling a statement than the database spends running it
+(a Session read by primary key costs ~0.4 ms of compiling on the development VM, a few
+hundredths of a millisecond of SQLite). Table and
 column names still come from the models, parameters still go through each field's own
 conversion, and rows read back go through the same converters the ORM applies, so SQLite and
 PostgreSQL get and give exactly what the ORM would.
@@ -23,6 +25,7 @@ _COLUMNS: dict[tuple[str, str, str, str], str] = {}
 # (model, fields, vendor[, alias]) -> what reading its rows needs (see _Reader)
 _READERS: dict[tuple[Any, ...], _Reader] = {}
 _INSERTS: dict[tuple[type[models.Model], str], _Insert] = {}
+_UPDATES: dict[tuple[type[models.Model], str], tuple[str, list[Any]]] = {}
 
 
 def _connection() -> Any:
@@ -113,37 +116,54 @@ def read_by_pk(model: type[M], pk: Any, *, fields: Sequence[str] = ()) -> M | No
     return found[0] if found else None
 
 
-def read_by_pk_related(model: type[M], pk: Any, *, related: str) -> M | None:
-    """read_by_pk with the row its foreign key `related` names read in the same statement (a
-    JOIN) and set on the instance, as select_related would: one round trip, not two."""
-    connection = _connection()
-    field = model._meta.get_field(related)
-    parent = field.related_model
-    readers = []
-    for key, alias in ((model, "t"), (parent, "r")):
-        found = _READERS.get((key, (), connection.vendor, alias))
-        if found is None:
-            found = _READERS[(key, (), connection.vendor, alias)] = _Reader(
-                key, (), connection, alias=alias
-            )
-        readers.append(found)
-    own, other = readers
-    table, joined = Table(model, alias="t"), Table(parent, alias="r")
+def read_by_pk_related(model: type[M], pk: Any, *, related: str | Sequence[str]) -> M | None:
+    """read_by_pk with the rows its foreign keys `related` name read in the same statement
+    (JOINs) and set on the instance, as select_related would: one round trip, not several.
+    The keys must be NOT NULL (an inner join)."""
+    table = Table(model, alias="t")
     pk_name = model._meta.pk.name
-    sql = (
-        f"SELECT {own.select}, {other.select} FROM {own.table} "
-        f"JOIN {other.table} ON {joined.col(parent._meta.pk.name)} = {table.col(related)} "
-        f"WHERE {table.col(pk_name)} = %s"
+    where = f"{table.col(pk_name)} = %s"
+    return read_one_related(model, where, [table.value(pk_name, pk)], related=related)
+
+
+def read_one_related(
+    model: type[M], where: str, params: Sequence[Any], *, related: str | Sequence[str]
+) -> M | None:
+    """The first row matching a hand-written WHERE (its columns from Table(model, alias="t")),
+    with its parents as read_by_pk_related reads them."""
+    connection = _connection()
+    names = [related] if isinstance(related, str) else list(related)
+    parents = [model._meta.get_field(name).related_model for name in names]
+    aliases = [f"r{i}" for i in range(len(names))]
+    readers = [_reader(model, connection, "t")]
+    readers += [_reader(parent, connection, a) for parent, a in zip(parents, aliases, strict=True)]
+    table = Table(model, alias="t")
+    joins = " ".join(
+        f"JOIN {r.table} ON {Table(parent, alias=a).col(parent._meta.pk.name)} = {table.col(name)}"
+        for r, parent, a, name in zip(readers[1:], parents, aliases, names, strict=True)
     )
+    select = ", ".join(r.select for r in readers)
+    sql = f"SELECT {select} FROM {readers[0].table} {joins} WHERE {where}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [table.value(pk_name, pk)])
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    width = len(own.columns)
-    instance = own.instance(model, row[:width], connection)
-    setattr(instance, related, other.instance(parent, row[width:], connection))
+    width = len(readers[0].columns)
+    instance = readers[0].instance(model, row[:width], connection)
+    for reader, parent, name in zip(readers[1:], parents, names, strict=True):
+        part = row[width : width + len(reader.columns)]
+        width += len(reader.columns)
+        setattr(instance, name, reader.instance(parent, part, connection))
     return instance
+
+
+def _reader(model: type[models.Model], connection: Any, alias: str) -> _Reader:
+    key = (model, (), connection.vendor, alias)
+    found = _READERS.get(key)
+    if found is None:
+        found = _READERS[key] = _Reader(model, (), connection, alias=alias)
+    return found
 
 
 class _Insert:
@@ -197,6 +217,31 @@ def insert(instance: models.Model, *, ignore_conflicts: bool = False) -> bool:
     instance._state.adding = False
     instance._state.db = DEFAULT_DB_ALIAS
     return True
+
+
+def update(instance: models.Model) -> bool:
+    """UPDATE every column of an instance's row by its key, as Model.save() does for a row that
+    exists (each field's pre_save applied), without compiling an update query; False when no
+    row has that key (the caller decides: save() would have inserted one). No signals."""
+    connection = _connection()
+    model = type(instance)
+    key = (model, connection.vendor)
+    plan = _UPDATES.get(key)
+    if plan is None:
+        table = Table(model)
+        pk = model._meta.pk
+        fields = [f for f in model._meta.concrete_fields if f is not pk]
+        assign = ", ".join(f"{table.col(f.name)} = %s" for f in fields)
+        plan = _UPDATES[key] = (
+            f"UPDATE {table} SET {assign} WHERE {table.col(pk.name)} = %s",
+            fields,
+        )
+    sql, fields = plan
+    params = [f.get_db_prep_save(f.pre_save(instance, False), connection) for f in fields]
+    params.append(model._meta.pk.get_db_prep_save(instance.pk, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount > 0
 
 
 def update_returning(

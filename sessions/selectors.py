@@ -18,7 +18,7 @@ from catalogue.manifest.loader import load_package
 from catalogue.manifest.types import Manifest
 from catalogue.models import Package
 from core.memo import per_scope
-from core.sql import Table, read
+from core.sql import Table, read, read_by_pk_related
 from eventlog.models import SessionEvent
 from sessions.models import (
     Interaction,
@@ -51,7 +51,9 @@ def session_get(*, session_id: uuid.UUID | str) -> Session | None:
         key = uuid.UUID(str(session_id))
     except ValueError:
         return None
-    return Session.objects.select_related("world", "owner").filter(pk=key).first()
+    # Every API call on a session starts here: one plain statement, not a compiled queryset
+    # (compiling the select_related query was a tenth of a turn's CPU in the web process).
+    return read_by_pk_related(Session, key, related=("world", "owner"))
 
 
 def _manifest(package_id: str, source_dir: str, content_hash: str) -> Manifest | None:

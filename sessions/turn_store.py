@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalogue.manifest.types import Manifest, RuntimeManifest, thaw
-from core.sql import insert
+from core.sql import insert, update
 from pluginhost.callbacks import HostCallbacks
 from sessions import hooks, selectors
 from sessions.callbacks import SessionCallbacks
@@ -346,8 +346,8 @@ class DatabaseStore(SessionData):
     def turn_save(self, turn: Turn) -> None:
         if turn._state.adding:
             insert(turn)  # a background turn's row is new: one plain INSERT
-        else:
-            turn.save()
+        elif not update(turn):  # the row the turn's start wrote, without compiling an UPDATE
+            turn.save()  # (gone meanwhile: what save() would do)
 
     def interaction_create(
         self, *, turn: Turn, plugin: str, runtime: str, interaction_id: str, form: Any

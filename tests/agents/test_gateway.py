@@ -33,6 +33,14 @@ def test_it_returns_text_and_sends_the_model_name_and_key():
     assert model.headers[0]["Authorization"] == "Bearer sk-test"
 
 
+def test_a_repeating_stand_in_answers_every_request_with_its_last_reply():
+    script = [{"content": "First."}, {"content": "Again."}]
+    with StandInModel(script, repeat=True) as model:
+        answers = [chat(endpoint(model), messages=USER, limits=FAST).content for _ in range(3)]
+    assert answers == ["First.", "Again.", "Again."]
+    assert len(model.requests) == 3
+
+
 def test_it_returns_tool_calls_and_forces_a_named_tool():
     reply = {"toolCalls": [{"id": "tc-1", "name": "save-note", "arguments": '{"id":"gate"}'}]}
     tools = [

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from core.sql import Table, insert, read, read_by_pk, read_by_pk_related
+from core.sql import Table, insert, read, read_by_pk, read_by_pk_related, read_one_related, update
 from jobs.models import RuntimeJob
 from sessions.models import Session, Turn
 from sessions.services import session_create
@@ -64,6 +64,17 @@ def test_a_row_read_with_its_parent_equals_select_related_in_one_statement(sessi
     assert concrete_values(world) == concrete_values(expected.world)
     assert world.characters == [{"id": "mara", "name": "Mara"}]
     assert read_by_pk_related(Session, uuid.uuid4(), related="world") is None
+
+
+def test_a_row_read_with_two_parents_equals_select_related_in_one_statement(session):
+    expected = Session.objects.select_related("world", "owner").get(pk=session.pk)
+    with CaptureQueriesContext(connection) as queries:
+        found = read_by_pk_related(Session, session.pk, related=("world", "owner"))
+        world, owner = found.world, found.owner
+    assert len(queries) == 1
+    assert concrete_values(found) == concrete_values(expected)
+    assert concrete_values(world) == concrete_values(expected.world)
+    assert concrete_values(owner) == concrete_values(expected.owner)
 
 
 def test_a_missing_row_reads_as_none_and_a_where_reads_every_match(session, alice):
@@ -161,3 +172,33 @@ def test_update_returning_gives_the_row_as_updated_or_none(session):
     )
     assert again is None  # the condition no longer holds: nothing updated, nothing returned
     assert Session.objects.get(pk=session.pk).lock_token == "abc"
+
+
+def test_update_writes_every_column_as_save_would_and_tells_a_missing_row(session):
+    turn = Turn(session=session, number=5, player_message="I knock.")
+    insert(turn)
+    turn.status, turn.narrative_text = Turn.Status.COMMITTED, "The door opens."
+    turn.results, turn.finished_at = [{"runtime": "a/b", "status": "ok"}], timezone.now()
+    with CaptureQueriesContext(connection) as queries:
+        assert update(turn) is True
+    assert len(queries) == 1 and queries[0]["sql"].startswith("UPDATE")
+    assert concrete_values(Turn.objects.get(pk=turn.pk)) == concrete_values(turn)
+    assert Turn.objects.filter(session=session).count() == 1
+
+    gone = Turn(session=session, number=6)
+    gone._state.adding = False  # as if read, then deleted by someone else
+    assert update(gone) is False
+    assert not Turn.objects.filter(pk=gone.pk).exists()
+
+
+def test_a_row_read_by_a_where_comes_with_its_parent(session, alice):
+    from accounts.models import ApiToken
+
+    ApiToken.objects.create(user=alice, name="script", prefix="covel_ab", digest="d" * 64)
+    tokens = Table(ApiToken, alias="t")
+    found = read_one_related(ApiToken, f"{tokens.col('digest')} = %s", ["d" * 64], related="user")
+    assert found.name == "script" and found.user.username == alice.username
+    assert (
+        read_one_related(ApiToken, f"{tokens.col('digest')} = %s", ["e" * 64], related="user")
+        is None
+    )

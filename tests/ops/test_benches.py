@@ -36,7 +36,11 @@ SMALLEST = {
         ["--seconds", "0.2", "--gets", "20", "--starts", "1", "--rounds", "1"],
         "calls/s",
     ),
-    "turns.py": (["--sessions", "1,2", "--turns", "2"], "2 sessions / 1:"),
+    # Both narrators: the storyteller, then the story agent and its stand-in model.
+    "turns.py": (
+        ["--sessions", "1,2", "--turns", "2", "--model-ms", "5"],
+        "The story agent, its model answering after 5 ms",
+    ),
     # The checkout against itself: two trees' children, the medians and their ratio.
     "compare_trees.py": (
         ["--old", ".", "--rounds", "1", "--turns", "4", "--parallel", "2", "--calls", "20"],
