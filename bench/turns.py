@@ -9,8 +9,9 @@ Run from the checkout:
 --turns is the number of turns played at each level (shared among its sessions; at least one
 each). --model-ms N plays the levels a second time with the bundled story agent as the
 narrator, its model a local OpenAI-compatible stand-in that starts answering after N ms: turns
-that wait on a model, as real ones do, next to turns that are all the hub's own CPU. It measures the embedded default (a throw-away SQLite file) or, when DATABASE_URL names
-a PostgreSQL database, that database (migrated; it gets bench rows) with REDIS_URL's Redis for
+that wait on a model, as real ones do, next to turns that are all the hub's own CPU. It
+measures the embedded default (a throw-away SQLite file) or, when DATABASE_URL names a
+PostgreSQL database, that database (migrated; it gets bench rows) with REDIS_URL's Redis for
 the cache and notifications. --web N starts N web processes and spreads the sessions over them.
 The machine is usually shared: compare figures taken in the same run, never across runs.
 """
