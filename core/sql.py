@@ -22,7 +22,7 @@ M = TypeVar("M", bound=models.Model)
 # (db table, field name, alias, database vendor) -> quoted column; names never change at run
 # time, and quoting goes through the connection proxy, which is slow when done ~100 times a job.
 _COLUMNS: dict[tuple[str, str, str, str], str] = {}
-# (model, fields, vendor[, alias]) -> what reading its rows needs (see _Reader)
+# (model, fields, vendor, alias) -> what reading its rows needs (see _Reader, _reader)
 _READERS: dict[tuple[Any, ...], _Reader] = {}
 _INSERTS: dict[tuple[type[models.Model], str], _Insert] = {}
 _UPDATES: dict[tuple[type[models.Model], str], tuple[str, list[Any]]] = {}
@@ -99,10 +99,7 @@ def read(
     `fields` limits the columns read (the rest are deferred, loaded on access like `.only()`).
     """
     connection = _connection()
-    key = (model, tuple(fields), connection.vendor)
-    reader = _READERS.get(key)
-    if reader is None:
-        reader = _READERS[key] = _Reader(model, tuple(fields), connection)
+    reader = _reader(model, connection, fields=tuple(fields))
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {reader.select} FROM {reader.table} WHERE {where}", params)
         rows = cursor.fetchall()
@@ -158,11 +155,13 @@ def read_one_related(
     return instance
 
 
-def _reader(model: type[models.Model], connection: Any, alias: str) -> _Reader:
-    key = (model, (), connection.vendor, alias)
+def _reader(
+    model: type[models.Model], connection: Any, alias: str = "", fields: tuple[str, ...] = ()
+) -> _Reader:
+    key = (model, fields, connection.vendor, alias)
     found = _READERS.get(key)
     if found is None:
-        found = _READERS[key] = _Reader(model, (), connection, alias=alias)
+        found = _READERS[key] = _Reader(model, fields, connection, alias=alias)
     return found
 
 
@@ -253,10 +252,7 @@ def update_returning(
     `also`: more expressions for the RETURNING list, evaluated for each changed row only (their
     values are not kept: a function called for its effect, such as PostgreSQL's set_config)."""
     connection = _connection()
-    key = (model, (), connection.vendor)
-    reader = _READERS.get(key)
-    if reader is None:
-        reader = _READERS[key] = _Reader(model, (), connection)
+    reader = _reader(model, connection)
     returning = f"{reader.select}, {also}" if also else reader.select
     sql = f"UPDATE {reader.table} SET {assign} WHERE {where} RETURNING {returning}"
     with connection.cursor() as cursor:
